@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/lasso-mail/lasso/internal/app"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// Globals are the flags every command takes.
+type Globals struct {
+	DataDir     string `name:"data-dir" env:"LASSO_DATA_DIR" default:"./lasso-data" help:"Directory for the SQLite database, captured mail and uploads."`
+	DatabaseURL string `name:"database-url" env:"LASSO_DATABASE_URL" help:"Database URL. Default: a SQLite file in the data dir; postgres://… selects PostgreSQL."`
+	LogFormat   string `name:"log-format" env:"LASSO_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format: text or json."`
+	LogLevel    string `name:"log-level" env:"LASSO_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Minimum log level."`
+}
+
+type cli struct {
+	Globals
+
+	Serve   serveCmd   `cmd:"" help:"Run the HTTP API, SMTP listener and background workers."`
+	Migrate migrateCmd `cmd:"" help:"Create or upgrade the database schema (serve also does this at start)."`
+	Version versionCmd `cmd:"" help:"Print the version."`
+	Keys    keysCmd    `cmd:"" help:"Manage API keys."`
+	Lists   listsCmd   `cmd:"" help:"Manage mailing lists."`
+	Domains domainsCmd `cmd:"" help:"Manage sending domains."`
+}
+
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	g      *Globals
+}
+
+func (e *env) logger() *slog.Logger {
+	lvl := slog.LevelInfo
+	_ = lvl.UnmarshalText([]byte(e.g.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if e.g.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, opts))
+}
+
+func (e *env) config() app.Config {
+	return app.Config{DataDir: e.g.DataDir, DatabaseURL: e.g.DatabaseURL}
+}
+
+// open opens the app for an admin command (quiet logs).
+func (e *env) open(cfg app.Config) (*app.App, error) {
+	return app.Open(e.ctx, cfg, nil)
+}
+
+func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c cli
+	vars := kong.Vars{"version": version}
+	exit := -1
+	parser, err := kong.New(&c,
+		kong.Name("lasso"),
+		kong.Description("Lasso: self-hosted marketing and transactional email with a Loops-compatible API."),
+		kong.UsageOnError(),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { exit = code; panic(exitPanic{}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		vars,
+	)
+	if err != nil {
+		return err
+	}
+	var kctx *kong.Context
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				if _, ok := p.(exitPanic); !ok {
+					panic(p)
+				}
+			}
+		}()
+		kctx, err = parser.Parse(args)
+	}()
+	if exit >= 0 {
+		if exit == 0 {
+			return nil
+		}
+		return errors.New("invalid command line")
+	}
+	if err != nil {
+		parser.Errorf("%s", err)
+		return err
+	}
+	return kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, g: &c.Globals})
+}
+
+type exitPanic struct{}
+
+type versionCmd struct{}
+
+func (versionCmd) Run(e *env) error {
+	fmt.Fprintln(e.stdout, "lasso", version)
+	return nil
+}
+
+type migrateCmd struct{}
+
+func (migrateCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	fmt.Fprintf(e.stdout, "database migrated (%s)\n", a.DB.Dialect())
+	return nil
+}
+
+type serveCmd struct {
+	HTTPAddr                string   `name:"http-addr" env:"LASSO_HTTP_ADDR" default:"127.0.0.1:8080" help:"HTTP listen address (API, dashboard, tracking)."`
+	SMTPAddr                string   `name:"smtp-addr" env:"LASSO_SMTP_ADDR" default:"127.0.0.1:2587" help:"SMTP submission listen address."`
+	PublicURL               string   `name:"public-url" env:"LASSO_PUBLIC_URL" help:"Base URL for links that recipients and clients follow (default http://<http-addr>)."`
+	SMTPRelay               string   `name:"smtp-relay" env:"LASSO_SMTP_RELAY" help:"Smarthost for outbound mail, e.g. smtp://user:pass@host:587."`
+	RateLimit               int      `name:"rate-limit" env:"LASSO_RATE_LIMIT" default:"10" help:"API requests per second per team (negative: no limit)."`
+	SuppressionRemovalLimit int      `name:"suppression-removal-limit" env:"LASSO_SUPPRESSION_REMOVAL_LIMIT" default:"100" help:"Suppression removals per team per rolling 30 days."`
+	DedicatedIPs            []string `name:"dedicated-ip" env:"LASSO_DEDICATED_IPS" help:"Outbound IPs listed by GET /dedicated-sending-ips (repeat or comma-separate)."`
+}
+
+func (s serveCmd) Run(e *env) error {
+	cfg := e.config()
+	cfg.HTTPAddr, cfg.SMTPAddr, cfg.PublicURL, cfg.SMTPRelay = s.HTTPAddr, s.SMTPAddr, s.PublicURL, s.SMTPRelay
+	cfg.RateLimit, cfg.SuppressionRemovalLimit, cfg.DedicatedIPs = s.RateLimit, s.SuppressionRemovalLimit, s.DedicatedIPs
+	log := e.logger()
+	a, err := app.Open(e.ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	keys, err := a.Accounts.ListKeys(e.ctx, "")
+	if err == nil && len(keys) == 0 {
+		fmt.Fprintf(e.stderr, "\nNo API key yet. Create one with:\n  lasso keys create --team \"My team\" --data-dir %s\n\n", e.g.DataDir)
+	}
+	return a.Serve(e.ctx)
+}
+
+type keysCmd struct {
+	Create keysCreateCmd `cmd:"" help:"Create an API key (and the team if absent); prints only the key."`
+	List   keysListCmd   `cmd:"" help:"List API keys."`
+	Revoke keysRevokeCmd `cmd:"" help:"Revoke an API key by id or prefix."`
+}
+
+type keysCreateCmd struct {
+	Team string `required:"" help:"Team name (created if absent)."`
+	Name string `help:"Label for the key."`
+}
+
+func (k keysCreateCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Accounts.EnsureTeam(e.ctx, k.Team)
+	if err != nil {
+		return err
+	}
+	secret, _, err := a.Accounts.CreateKey(e.ctx, t.ID, k.Name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, secret)
+	return nil
+}
+
+type keysListCmd struct {
+	Team string `help:"Only this team's keys."`
+}
+
+func (k keysListCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	teamID := ""
+	if k.Team != "" {
+		t, err := a.Accounts.TeamByName(e.ctx, k.Team)
+		if err != nil {
+			return err
+		}
+		teamID = t.ID
+	}
+	keys, err := a.Accounts.ListKeys(e.ctx, teamID)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTEAM\tNAME\tPREFIX\tCREATED\tLAST USED\tSTATUS")
+	for _, key := range keys {
+		status := "active"
+		if key.RevokedAt != nil {
+			status = "revoked"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", key.ID, key.TeamName, key.Name, key.Prefix,
+			key.CreatedAt.Format(time.RFC3339), fmtTime(key.LastUsedAt), status)
+	}
+	return tw.Flush()
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
+type keysRevokeCmd struct {
+	Key string `arg:"" help:"Key id or prefix (as shown by keys list)."`
+}
+
+func (k keysRevokeCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.Accounts.RevokeKey(e.ctx, strings.TrimSuffix(k.Key, "…")); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "revoked")
+	return nil
+}
+
+type listsCmd struct {
+	Create listsCreateCmd `cmd:"" help:"Create a mailing list; prints only its id."`
+	List   listsListCmd   `cmd:"" help:"List a team's mailing lists."`
+}
+
+type listsCreateCmd struct {
+	Team        string `required:"" help:"Team name."`
+	Name        string `required:"" help:"List name."`
+	Description string `help:"List description."`
+	Public      bool   `help:"Show the list on the public preferences page."`
+}
+
+func (l listsCreateCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Accounts.TeamByName(e.ctx, l.Team)
+	if err != nil {
+		return err
+	}
+	list, err := a.Contacts.CreateList(e.ctx, t.ID, l.Name, l.Description, l.Public)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, list.ID)
+	return nil
+}
+
+type listsListCmd struct {
+	Team string `required:"" help:"Team name."`
+}
+
+func (l listsListCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Accounts.TeamByName(e.ctx, l.Team)
+	if err != nil {
+		return err
+	}
+	lists, err := a.Contacts.Lists(e.ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPUBLIC\tDESCRIPTION")
+	for _, l := range lists {
+		desc := ""
+		if l.Description != nil {
+			desc = *l.Description
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", l.ID, l.Name, l.IsPublic, desc)
+	}
+	return tw.Flush()
+}
+
+type domainsCmd struct {
+	Add domainsAddCmd `cmd:"" help:"Register a sending domain and print the DNS records to publish."`
+}
+
+type domainsAddCmd struct {
+	Team      string `required:"" help:"Team name."`
+	Domain    string `required:"" help:"Domain to send from, e.g. example.com."`
+	Verified  bool   `help:"Mark verified without DNS checks (local development and tests)."`
+	PublicURL string `name:"public-url" env:"LASSO_PUBLIC_URL" help:"Public URL of this Lasso (its host receives bounces)."`
+}
+
+func (d domainsAddCmd) Run(e *env) error {
+	cfg := e.config()
+	cfg.PublicURL = d.PublicURL
+	a, err := e.open(cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Accounts.TeamByName(e.ctx, d.Team)
+	if err != nil {
+		return err
+	}
+	dom, err := a.Senders.Add(e.ctx, t.ID, d.Domain, d.Verified)
+	if err != nil {
+		return err
+	}
+	recs, err := a.Senders.Records(dom)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Domain %s added (%s). Publish these DNS records:\n\n", dom.Domain, map[bool]string{true: "verified", false: "not verified yet"}[dom.Verified])
+	for _, r := range recs {
+		fmt.Fprintf(e.stdout, "%s\n  %s %s\n  %s\n\n", r.Purpose, r.Type, r.Name, r.Value)
+	}
+	return nil
+}

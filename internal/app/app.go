@@ -1,0 +1,236 @@
+// Package app is the composition root: it opens the database, migrates it,
+// builds the services, registers job workers and mounts the HTTP surfaces.
+// Only cmd/lasso and end-to-end tests import it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lasso-mail/lasso/internal/accounts"
+	"github.com/lasso-mail/lasso/internal/contacts"
+	"github.com/lasso-mail/lasso/internal/db"
+	"github.com/lasso-mail/lasso/internal/events"
+	"github.com/lasso-mail/lasso/internal/httpapi"
+	"github.com/lasso-mail/lasso/internal/queue"
+	"github.com/lasso-mail/lasso/internal/ratelimit"
+	"github.com/lasso-mail/lasso/internal/senders"
+)
+
+// Config is everything the product can be told at start.
+type Config struct {
+	DataDir     string // default ./lasso-data
+	DatabaseURL string // default: SQLite file in DataDir; postgres://… selects PostgreSQL
+	HTTPAddr    string // default 127.0.0.1:8080
+	SMTPAddr    string // default 127.0.0.1:2587
+	PublicURL   string // default http://<HTTPAddr>
+	SMTPRelay   string // smtp://user:pass@host:port (delivery)
+	// RateLimit is the API requests per second per team (default 10; < 0 disables).
+	RateLimit int
+	// SuppressionRemovalLimit is removals per rolling 30 days per team (default 100).
+	SuppressionRemovalLimit int
+	DedicatedIPs            []string
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.DataDir == "" {
+		c.DataDir = "./lasso-data"
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = "127.0.0.1:8080"
+	}
+	if c.SMTPAddr == "" {
+		c.SMTPAddr = "127.0.0.1:2587"
+	}
+	if c.RateLimit == 0 {
+		c.RateLimit = 10
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// App is the running product's parts.
+type App struct {
+	Cfg      Config
+	Log      *slog.Logger
+	DB       db.DB
+	Queue    *queue.Queue
+	Registry *prometheus.Registry
+	Accounts *accounts.Service
+	Contacts *contacts.Service
+	Events   *events.Service
+	Senders  *senders.Service
+	API      *httpapi.API
+
+	workers *queue.Workers
+
+	mu       sync.Mutex
+	httpSrv  *http.Server
+	httpAddr net.Addr
+}
+
+// Open opens the database (migrating it) and builds every service. It does
+// not start anything: Serve does.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	cfg.defaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DatabaseURL == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		cfg.DatabaseURL = filepath.Join(cfg.DataDir, "lasso.db")
+	}
+	d, err := db.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := Migrate(ctx, d); err != nil {
+		d.Close()
+		return nil, err
+	}
+	a := &App{Cfg: cfg, Log: log, DB: d, Registry: prometheus.NewRegistry()}
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	a.workers = queue.NewWorkers()
+	a.Accounts = accounts.New(d, cfg.Now)
+	a.Contacts = contacts.New(d, contacts.Config{SuppressionRemovalLimit: cfg.SuppressionRemovalLimit}, cfg.Now)
+	a.Senders = senders.New(d, a.publicHost(), cfg.Now)
+
+	queue.AddWorker(a.workers, &eventWorker{})
+
+	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	a.Events = events.New(d, a.Contacts, a.Queue, cfg.Now)
+	a.API = httpapi.New(httpapi.Deps{
+		Accounts:     a.Accounts,
+		Contacts:     a.Contacts,
+		Events:       a.Events,
+		Limiter:      ratelimit.New(d, cfg.RateLimit, cfg.Now),
+		Logger:       log,
+		Registerer:   a.Registry,
+		DedicatedIPs: cfg.DedicatedIPs,
+		PublicURL:    a.PublicURL(),
+	})
+	return a, nil
+}
+
+// Migrate applies the schema and queue migrations under the cluster-wide
+// migration lock, so several nodes may start at once.
+func Migrate(ctx context.Context, d db.DB) error {
+	return db.WithMigrationLock(ctx, d, func() error {
+		if err := db.Migrate(ctx, d); err != nil {
+			return err
+		}
+		return queue.Migrate(ctx, d)
+	})
+}
+
+// PublicURL is the base URL recipients and clients follow.
+func (a *App) PublicURL() string {
+	if a.Cfg.PublicURL != "" {
+		return strings.TrimSuffix(a.Cfg.PublicURL, "/")
+	}
+	return "http://" + a.Cfg.HTTPAddr
+}
+
+func (a *App) publicHost() string {
+	u, err := url.Parse(a.PublicURL())
+	if err != nil || u.Hostname() == "" {
+		return "localhost"
+	}
+	return u.Hostname()
+}
+
+// Close releases the database.
+func (a *App) Close() error { return a.DB.Close() }
+
+// Handler is every HTTP surface on one mux.
+func (a *App) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "application/json")
+		if err := a.DB.Ping(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"database unreachable"}` + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ready"}` + "\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/api/", a.API)
+	mux.Handle("/v1/", a.API)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("Lasso is running. The API is at " + a.PublicURL() + "/api/v1/\n"))
+	})
+	return mux
+}
+
+// Serve starts the queue workers and the HTTP server and blocks until ctx
+// ends, then shuts down gracefully (bounded by 15 s).
+func (a *App) Serve(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.Cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen http: %w", err)
+	}
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	a.mu.Lock()
+	a.httpSrv, a.httpAddr = srv, ln.Addr()
+	a.mu.Unlock()
+	if err := a.Queue.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.Log.Info("lasso serving", slog.String("http", ln.Addr().String()), slog.String("public_url", a.PublicURL()), slog.String("database", string(a.DB.Dialect())))
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	a.Log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	herr := srv.Shutdown(sctx)
+	qerr := a.Queue.Stop(sctx)
+	return errors.Join(herr, qerr)
+}
+
+// HTTPAddr returns the address the server listens on once Serve has started.
+func (a *App) HTTPAddr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.httpAddr
+}

@@ -1,0 +1,192 @@
+// Package senders owns sending identities: the team's domains, their DKIM
+// keys (RSA-2048 and Ed25519, generated when the domain is added) and the DNS
+// records a team must publish. Live DNS verification is done by Verify with
+// a resolver the caller supplies (tests point it at a fake DNS server).
+package senders
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/lasso-mail/lasso/internal/apperr"
+	"github.com/lasso-mail/lasso/internal/db"
+	"github.com/lasso-mail/lasso/internal/ids"
+)
+
+// Domain is a sending domain of a team.
+type Domain struct {
+	ID           string
+	TeamID       string
+	Domain       string
+	Verified     bool
+	VerifiedAt   *time.Time
+	DKIMSelector string
+	// RSAKeyPEM and EdKeyPEM are PKCS#8 private keys.
+	RSAKeyPEM string
+	EdKeyPEM  string
+	CreatedAt time.Time
+}
+
+// Record is one DNS record to publish.
+type Record struct {
+	Purpose string // SPF, DKIM, DKIM (Ed25519), DMARC, Return-Path MX
+	Type    string // TXT, MX
+	Name    string
+	Value   string
+}
+
+// Service manages sending domains.
+type Service struct {
+	db  db.DB
+	now func() time.Time
+	// MailHost is the host name that receives bounces and that SPF names
+	// (the host of the public URL).
+	mailHost string
+}
+
+// New returns a Service.
+func New(d db.DB, mailHost string, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	if mailHost == "" {
+		mailHost = "localhost"
+	}
+	return &Service{db: d, now: now, mailHost: mailHost}
+}
+
+var domainRe = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
+
+// Add registers a domain for a team with fresh DKIM keys.
+func (s *Service) Add(ctx context.Context, teamID, domain string, verified bool) (Domain, error) {
+	domain = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(domain)), ".")
+	if !domainRe.MatchString(domain) {
+		return Domain{}, apperr.New(apperr.Invalid, "Invalid domain %q.", domain)
+	}
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return Domain{}, err
+	}
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return Domain{}, err
+	}
+	d := Domain{ID: ids.New(), TeamID: teamID, Domain: domain, Verified: verified,
+		DKIMSelector: "lasso" + s.now().UTC().Format("200601"), CreatedAt: s.now().UTC()}
+	if d.RSAKeyPEM, err = pemKey(rsaKey); err != nil {
+		return Domain{}, err
+	}
+	if d.EdKeyPEM, err = pemKey(edKey); err != nil {
+		return Domain{}, err
+	}
+	var verifiedAt *int64
+	if verified {
+		ms := d.CreatedAt.UnixMilli()
+		verifiedAt = &ms
+		t := d.CreatedAt
+		d.VerifiedAt = &t
+	}
+	_, err = s.db.Exec(ctx, `INSERT INTO sending_domains (id, team_id, domain, verified, verified_at, dkim_selector, dkim_rsa_key, dkim_ed_key, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		d.ID, teamID, domain, verified, verifiedAt, d.DKIMSelector, d.RSAKeyPEM, d.EdKeyPEM, d.CreatedAt.UnixMilli())
+	if db.IsUnique(err) {
+		return Domain{}, apperr.New(apperr.Conflict, "The domain %s is already registered.", domain)
+	}
+	if err != nil {
+		return Domain{}, fmt.Errorf("add domain: %w", err)
+	}
+	return d, nil
+}
+
+func pemKey(k any) (string, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
+}
+
+// Domains lists a team's domains.
+func (s *Service) Domains(ctx context.Context, teamID string) ([]Domain, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, team_id, domain, verified, verified_at, dkim_selector, dkim_rsa_key, dkim_ed_key, created_at
+		FROM sending_domains WHERE team_id = $1 ORDER BY created_at`, teamID)
+	if err != nil {
+		return nil, fmt.Errorf("list domains: %w", err)
+	}
+	defer rows.Close()
+	var out []Domain
+	for rows.Next() {
+		var d Domain
+		var created int64
+		var verifiedAt *int64
+		if err := rows.Scan(&d.ID, &d.TeamID, &d.Domain, &d.Verified, &verifiedAt, &d.DKIMSelector, &d.RSAKeyPEM, &d.EdKeyPEM, &created); err != nil {
+			return nil, err
+		}
+		d.CreatedAt = time.UnixMilli(created).UTC()
+		if verifiedAt != nil {
+			t := time.UnixMilli(*verifiedAt).UTC()
+			d.VerifiedAt = &t
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// HasDomain reports whether the team has at least one sending domain.
+func (s *Service) HasDomain(ctx context.Context, teamID string) (bool, error) {
+	var one int
+	err := s.db.QueryRow(ctx, `SELECT 1 FROM sending_domains WHERE team_id = $1 LIMIT 1`, teamID).Scan(&one)
+	if errors.Is(err, db.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Records returns the DNS records to publish for d.
+func (s *Service) Records(d Domain) ([]Record, error) {
+	rsaPub, edPub, err := publicKeys(d)
+	if err != nil {
+		return nil, err
+	}
+	return []Record{
+		{Purpose: "SPF", Type: "TXT", Name: d.Domain, Value: "v=spf1 a:" + s.mailHost + " ~all"},
+		{Purpose: "DKIM", Type: "TXT", Name: d.DKIMSelector + "._domainkey." + d.Domain, Value: "v=DKIM1; k=rsa; p=" + rsaPub},
+		{Purpose: "DKIM (Ed25519)", Type: "TXT", Name: d.DKIMSelector + "e._domainkey." + d.Domain, Value: "v=DKIM1; k=ed25519; p=" + edPub},
+		{Purpose: "DMARC", Type: "TXT", Name: "_dmarc." + d.Domain, Value: "v=DMARC1; p=none; rua=mailto:dmarc@" + d.Domain},
+		{Purpose: "Return-Path MX", Type: "MX", Name: "bounces." + d.Domain, Value: "10 " + s.mailHost + "."},
+	}, nil
+}
+
+func publicKeys(d Domain) (string, string, error) {
+	parse := func(p string) (any, error) {
+		b, _ := pem.Decode([]byte(p))
+		if b == nil {
+			return nil, fmt.Errorf("bad key for %s", d.Domain)
+		}
+		return x509.ParsePKCS8PrivateKey(b.Bytes)
+	}
+	rk, err := parse(d.RSAKeyPEM)
+	if err != nil {
+		return "", "", err
+	}
+	ek, err := parse(d.EdKeyPEM)
+	if err != nil {
+		return "", "", err
+	}
+	rder, err := x509.MarshalPKIXPublicKey(&rk.(*rsa.PrivateKey).PublicKey)
+	if err != nil {
+		return "", "", err
+	}
+	return base64.StdEncoding.EncodeToString(rder),
+		base64.StdEncoding.EncodeToString(ek.(ed25519.PrivateKey).Public().(ed25519.PublicKey)), nil
+}
