@@ -7,6 +7,7 @@ import (
 	_ "github.com/emersion/go-msgauth/dkim"
 	_ "github.com/emersion/go-sasl"
 	_ "github.com/emersion/go-smtp"
+	_ "github.com/google/go-cmp/cmp"
 	_ "github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/miekg/dns"
 	_ "github.com/pressly/goose/v3"
@@ -19,5 +20,4 @@ import (
 	_ "github.com/wneessen/go-mail/smtp"
 	_ "golang.org/x/time/rate"
 	_ "modernc.org/sqlite"
-	_ "github.com/google/go-cmp/cmp"
 )

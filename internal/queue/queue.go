@@ -252,11 +252,15 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	defer rows.Close()
+	counts := map[string]int64{"available": 0, "scheduled": 0, "running": 0, "retryable": 0, "discarded": 0}
 	for rows.Next() {
 		var state string
 		var n int64
 		if rows.Scan(&state, &n) == nil {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), state)
+			counts[state] = n
 		}
+	}
+	for state, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), state)
 	}
 }
