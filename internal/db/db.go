@@ -54,7 +54,8 @@ type Tx interface {
 // DB is an open database.
 type DB interface {
 	Querier
-	// InTx runs fn in a transaction, committed when fn returns nil.
+	// InTx runs fn in a transaction, committed when fn returns nil. A panic
+	// in fn rolls back and is returned as an error.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 	Dialect() Dialect
 	Ping(ctx context.Context) error

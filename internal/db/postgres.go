@@ -73,21 +73,13 @@ func (d *PostgresDB) QueryRow(ctx context.Context, q string, args ...any) Row {
 	return pgRow{d.pool.QueryRow(ctx, q, args...)}
 }
 
-func (d *PostgresDB) InTx(ctx context.Context, fn func(Tx) error) (err error) {
+func (d *PostgresDB) InTx(ctx context.Context, fn func(Tx) error) error {
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
 		return pgErr(err)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			panic(p)
-		}
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if err = fn(pgTx{tx}); err != nil {
+	if err := callTx(fn, pgTx{tx}); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
 	return pgErr(tx.Commit(ctx))

@@ -12,9 +12,27 @@ import (
 )
 
 // SQLiteDB is the SQLite implementation of DB.
+//
+// SQLite has one writer, so transactions are group-committed: InTx hands its
+// function to a committer goroutine, which runs every function waiting at
+// that moment in one transaction, each inside its own SAVEPOINT (a function
+// that fails is rolled back to its savepoint alone), then commits once. Under
+// load this turns N commits into one without changing what InTx means to a
+// caller: InTx returns after the commit that made its writes durable.
 type SQLiteDB struct {
 	write *sql.DB // one connection: every transaction and the queue
 	read  *sql.DB // read-only pool for reads outside transactions
+
+	reqs     chan *txReq
+	stop     chan struct{}
+	stopped  chan struct{}
+	maxBatch int
+}
+
+type txReq struct {
+	ctx  context.Context
+	fn   func(Tx) error
+	done chan error
 }
 
 func sqliteDSN(path string, readOnly bool) string {
@@ -53,7 +71,9 @@ func openSQLite(ctx context.Context, path string) (*SQLiteDB, error) {
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	r.SetConnMaxIdleTime(0)
-	return &SQLiteDB{write: w, read: r}, nil
+	d := &SQLiteDB{write: w, read: r, reqs: make(chan *txReq), stop: make(chan struct{}), stopped: make(chan struct{}), maxBatch: 128}
+	go d.committer()
+	return d, nil
 }
 
 // WritePool returns the single-connection writer pool (for the queue).
@@ -67,6 +87,12 @@ func (d *SQLiteDB) Ping(ctx context.Context) error {
 }
 
 func (d *SQLiteDB) Close() error {
+	select {
+	case <-d.stop:
+	default:
+		close(d.stop)
+		<-d.stopped
+	}
 	return errors.Join(d.read.Close(), d.write.Close())
 }
 
@@ -82,24 +108,115 @@ func (d *SQLiteDB) QueryRow(ctx context.Context, q string, args ...any) Row {
 	return sqlRow{d.read.QueryRowContext(ctx, q, args...)}
 }
 
-func (d *SQLiteDB) InTx(ctx context.Context, fn func(Tx) error) (err error) {
-	tx, err := d.write.BeginTx(ctx, nil)
+// ErrClosed is returned by InTx after Close.
+var ErrClosed = errors.New("db: closed")
+
+func (d *SQLiteDB) InTx(ctx context.Context, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &txReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case d.reqs <- req:
+	case <-d.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-req.done
+}
+
+// committer runs waiting transactions in batches (see SQLiteDB).
+func (d *SQLiteDB) committer() {
+	defer close(d.stopped)
+	batch := make([]*txReq, 0, d.maxBatch)
+	for {
+		select {
+		case <-d.stop:
+			return
+		case r := <-d.reqs:
+			batch = append(batch[:0], r)
+		}
+	drain:
+		for len(batch) < d.maxBatch {
+			select {
+			case r := <-d.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		d.runBatch(batch)
+	}
+}
+
+func (d *SQLiteDB) runBatch(batch []*txReq) {
+	if len(batch) == 1 {
+		batch[0].done <- d.runOne(batch[0])
+		return
+	}
+	tx, err := d.write.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, r := range batch {
+			r.done <- sqliteErr(err)
+		}
+		return
+	}
+	errs := make([]error, len(batch))
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, err := tx.Exec("SAVEPOINT lasso_tx"); err != nil {
+			errs[i] = sqliteErr(err)
+			continue
+		}
+		errs[i] = callTx(r.fn, sqlTx{tx})
+		if errs[i] != nil {
+			if _, err := tx.Exec("ROLLBACK TO lasso_tx"); err != nil {
+				// The transaction is unusable: fail everyone.
+				_ = tx.Rollback()
+				for _, r := range batch {
+					r.done <- fmt.Errorf("group commit: %w", err)
+				}
+				return
+			}
+		}
+		if _, err := tx.Exec("RELEASE lasso_tx"); err != nil && errs[i] == nil {
+			errs[i] = sqliteErr(err)
+		}
+	}
+	cerr := sqliteErr(tx.Commit())
+	for i, r := range batch {
+		if errs[i] == nil {
+			errs[i] = cerr
+		}
+		r.done <- errs[i]
+	}
+}
+
+func (d *SQLiteDB) runOne(r *txReq) (err error) {
+	tx, err := d.write.BeginTx(r.ctx, nil)
 	if err != nil {
 		return sqliteErr(err)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback()
-			panic(p)
-		}
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	if err = fn(sqlTx{tx}); err != nil {
+	if err = callTx(r.fn, sqlTx{tx}); err != nil {
+		_ = tx.Rollback()
 		return err
 	}
 	return sqliteErr(tx.Commit())
+}
+
+// callTx runs fn, turning a panic into an error so that one caller's bug
+// cannot take the committer (and every other caller) down with it.
+func callTx(fn func(Tx) error, tx Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in transaction: %v", p)
+		}
+	}()
+	return fn(tx)
 }
 
 type execQuerier interface {

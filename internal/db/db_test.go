@@ -1,0 +1,76 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/lasso-mail/lasso/internal/db"
+	"github.com/lasso-mail/lasso/internal/testdb"
+)
+
+// TestInTxIsolation runs many concurrent transactions, a third of which fail
+// or panic after writing: on SQLite they share group commits, yet only the
+// successful ones' writes remain, on both dialects.
+func TestInTxIsolation(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		d, err := db.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if _, err := d.Exec(ctx, `CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("boom")
+		const n = 300
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = d.InTx(ctx, func(tx db.Tx) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO kv (k, v) VALUES ($1, $2)`, fmt.Sprint("k", i), i); err != nil {
+						return err
+					}
+					switch i % 3 {
+					case 1:
+						return boom
+					case 2:
+						if i%2 == 0 {
+							panic("bug")
+						}
+						// A unique violation inside the transaction.
+						_, err := tx.Exec(ctx, `INSERT INTO kv (k, v) VALUES ($1, $2)`, fmt.Sprint("k", i), i)
+						return err
+					}
+					return nil
+				})
+			}()
+		}
+		wg.Wait()
+		var count int
+		if err := d.QueryRow(ctx, `SELECT count(*) FROM kv`).Scan(&count); err != nil {
+			t.Fatal(err)
+		}
+		if count != n/3 {
+			t.Fatalf("rows = %d, want %d", count, n/3)
+		}
+		for i, err := range errs {
+			switch i % 3 {
+			case 0:
+				if err != nil {
+					t.Fatalf("tx %d: %v", i, err)
+				}
+			case 1:
+				if !errors.Is(err, boom) {
+					t.Fatalf("tx %d: %v", i, err)
+				}
+			}
+		}
+	})
+}
