@@ -377,3 +377,29 @@ func TestAPITenantIsolation(t *testing.T) {
 		expect(t, s.do(t, "GET", "/api/v1/contacts/find?email=mine%40example.com", ""), 200, "mine@example.com")
 	})
 }
+
+// TestMigrateConcurrently starts several nodes at once on one empty
+// PostgreSQL schema: the advisory lock lets exactly one migrate while the
+// others wait, and all of them come up.
+func TestMigrateConcurrently(t *testing.T) {
+	url := testdb.URL(t, "postgres")
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := app.Open(context.Background(), app.Config{DatabaseURL: url, DataDir: t.TempDir()}, nil)
+			if err == nil {
+				a.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
