@@ -30,12 +30,13 @@ type Globals struct {
 type cli struct {
 	Globals
 
-	Serve   serveCmd   `cmd:"" help:"Run the HTTP API, SMTP listener and background workers."`
-	Migrate migrateCmd `cmd:"" help:"Create or upgrade the database schema (serve also does this at start)."`
-	Version versionCmd `cmd:"" help:"Print the version."`
-	Keys    keysCmd    `cmd:"" help:"Manage API keys."`
-	Lists   listsCmd   `cmd:"" help:"Manage mailing lists."`
-	Domains domainsCmd `cmd:"" help:"Manage sending domains."`
+	Serve    serveCmd    `cmd:"" help:"Run the HTTP API, SMTP listener and background workers."`
+	Migrate  migrateCmd  `cmd:"" help:"Create or upgrade the database schema (serve also does this at start)."`
+	Version  versionCmd  `cmd:"" help:"Print the version."`
+	Keys     keysCmd     `cmd:"" help:"Manage API keys."`
+	Lists    listsCmd    `cmd:"" help:"Manage mailing lists."`
+	Domains  domainsCmd  `cmd:"" help:"Manage sending domains."`
+	Webhooks webhooksCmd `cmd:"" help:"Manage the team's webhook endpoint."`
 }
 
 type env struct {
@@ -335,5 +336,114 @@ func (d domainsAddCmd) Run(e *env) error {
 	for _, r := range recs {
 		fmt.Fprintf(e.stdout, "%s\n  %s %s\n  %s\n\n", r.Purpose, r.Type, r.Name, r.Value)
 	}
+	return nil
+}
+
+type webhooksCmd struct {
+	Set    webhooksSetCmd    `cmd:"" help:"Set the webhook endpoint URL (and events); prints the signing secret."`
+	Show   webhooksShowCmd   `cmd:"" help:"Show the endpoint and recent deliveries."`
+	Test   webhooksTestCmd   `cmd:"" help:"Send a testing.testEvent to the endpoint."`
+	Rotate webhooksRotateCmd `cmd:"" help:"Rotate the signing secret; prints the new one."`
+}
+
+type webhooksSetCmd struct {
+	Team   string   `required:"" help:"Team name."`
+	URL    string   `name:"url" required:"" help:"Endpoint URL (http or https)."`
+	Events []string `help:"Events to send (comma-separated; default all 17)."`
+}
+
+func (w webhooksSetCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Accounts.TeamByName(e.ctx, w.Team)
+	if err != nil {
+		return err
+	}
+	ep, err := a.Webhooks.Set(e.ctx, t.ID, w.URL, w.Events)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, ep.Secret)
+	return nil
+}
+
+type webhooksShowCmd struct {
+	Team string `required:"" help:"Team name."`
+}
+
+func (w webhooksShowCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Accounts.TeamByName(e.ctx, w.Team)
+	if err != nil {
+		return err
+	}
+	ep, err := a.Webhooks.Get(e.ctx, a.DB, t.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "url: %s\nenabled: %v\nevents: %s\n\n", ep.URL, ep.Enabled, strings.Join(ep.Events, ", "))
+	msgs, err := a.Webhooks.Messages(e.ctx, t.ID, 20)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tEVENT\tSTATUS\tATTEMPTS\tLAST CODE\tCREATED")
+	for _, m := range msgs {
+		code := "-"
+		if m.LastStatusCode != nil {
+			code = fmt.Sprint(*m.LastStatusCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, m.Event, m.Status, m.Attempts, code, m.CreatedAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+type webhooksTestCmd struct {
+	Team string `required:"" help:"Team name."`
+}
+
+func (w webhooksTestCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Accounts.TeamByName(e.ctx, w.Team)
+	if err != nil {
+		return err
+	}
+	if err := a.Webhooks.SendTest(e.ctx, t.ID); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "queued testing.testEvent (delivered by the running server)")
+	return nil
+}
+
+type webhooksRotateCmd struct {
+	Team string `required:"" help:"Team name."`
+}
+
+func (w webhooksRotateCmd) Run(e *env) error {
+	a, err := e.open(e.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Accounts.TeamByName(e.ctx, w.Team)
+	if err != nil {
+		return err
+	}
+	secret, err := a.Webhooks.RotateSecret(e.ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, secret)
 	return nil
 }

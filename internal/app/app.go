@@ -29,6 +29,7 @@ import (
 	"github.com/lasso-mail/lasso/internal/queue"
 	"github.com/lasso-mail/lasso/internal/ratelimit"
 	"github.com/lasso-mail/lasso/internal/senders"
+	"github.com/lasso-mail/lasso/internal/webhooks"
 )
 
 // Config is everything the product can be told at start.
@@ -46,6 +47,8 @@ type Config struct {
 	DedicatedIPs            []string
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// WebhookRetrySchedule overrides the webhook retry delays (tests).
+	WebhookRetrySchedule []time.Duration
 }
 
 func (c *Config) defaults() {
@@ -77,6 +80,7 @@ type App struct {
 	Contacts *contacts.Service
 	Events   *events.Service
 	Senders  *senders.Service
+	Webhooks *webhooks.Service
 	API      *httpapi.API
 
 	workers *queue.Workers
@@ -116,12 +120,20 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Senders = senders.New(d, a.publicHost(), cfg.Now)
 
 	queue.AddWorker(a.workers, &eventWorker{})
+	webhookWorker := &webhooks.Worker{DB: d, Now: cfg.Now, Schedule: cfg.WebhookRetrySchedule}
+	queue.AddWorker(a.workers, webhookWorker)
+	pruneWorker := &webhooks.PruneWorker{}
+	queue.AddWorker(a.workers, pruneWorker)
 
-	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry})
+	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry,
+		Periodic: []queue.Periodic{{Interval: time.Hour, Args: func() queue.Args { return webhooks.PruneArgs{} }}}})
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
+	a.Webhooks = webhooks.New(d, a.Queue, cfg.Now)
+	pruneWorker.Service = a.Webhooks
+	a.Contacts.SetAnnouncer(a.Webhooks)
 	a.Events = events.New(d, a.Contacts, a.Queue, cfg.Now)
 	a.API = httpapi.New(httpapi.Deps{
 		Accounts:     a.Accounts,

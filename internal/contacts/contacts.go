@@ -82,11 +82,89 @@ type Config struct {
 	SuppressionRemovalLimit int
 }
 
+// Announcer receives the contact webhooks (contact.created, …) inside the
+// transaction that caused them. payload is called only if wanted.
+type Announcer interface {
+	Announce(ctx context.Context, tx db.Tx, teamID, event string, payload func() (map[string]any, error)) error
+}
+
 // Service manages contacts, properties, lists and suppression.
 type Service struct {
-	db  db.DB
-	now func() time.Time
-	cfg Config
+	db       db.DB
+	now      func() time.Time
+	cfg      Config
+	announce Announcer
+}
+
+// SetAnnouncer wires the webhook announcer (optional).
+func (s *Service) SetAnnouncer(a Announcer) { s.announce = a }
+
+func (s *Service) emit(ctx context.Context, tx db.Tx, teamID, event string, payload func() (map[string]any, error)) error {
+	if s.announce == nil {
+		return nil
+	}
+	return s.announce.Announce(ctx, tx, teamID, event, payload)
+}
+
+// Identity returns the webhook contactIdentity object.
+func (c *Contact) Identity() map[string]any {
+	return map[string]any{"id": c.ID, "email": c.Email, "userId": c.UserID}
+}
+
+// JSON renders the contract's Contact object (§6.1): built-in keys, the
+// lists the contact is on ({id: true}) and every custom property.
+func (c *Contact) JSON() map[string]any {
+	lists := make(map[string]bool, len(c.MailingLists))
+	for _, l := range c.MailingLists {
+		lists[l] = true
+	}
+	m := make(map[string]any, 10+len(c.Custom))
+	for k, v := range c.Custom {
+		m[k] = v
+	}
+	m["id"] = c.ID
+	m["email"] = c.Email
+	m["firstName"] = c.FirstName
+	m["lastName"] = c.LastName
+	m["source"] = c.Source
+	m["subscribed"] = c.Subscribed
+	m["userGroup"] = c.UserGroup
+	m["userId"] = c.UserID
+	m["mailingLists"] = lists
+	m["optInStatus"] = c.OptInStatus
+	return m
+}
+
+func (s *Service) contactPayload(ctx context.Context, tx db.Tx, teamID, id string, withContact bool, extra map[string]any) func() (map[string]any, error) {
+	return func() (map[string]any, error) {
+		c, err := s.get(ctx, tx, teamID, id)
+		if err != nil {
+			return nil, err
+		}
+		m := map[string]any{"contactIdentity": c.Identity()}
+		if withContact {
+			m["contact"] = c.JSON()
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m, nil
+	}
+}
+
+func (s *Service) listPayload(ctx context.Context, tx db.Tx, teamID, contactID, listID string) func() (map[string]any, error) {
+	return func() (map[string]any, error) {
+		var l List
+		if err := tx.QueryRow(ctx, `SELECT id, name, description, is_public FROM mailing_lists WHERE id = $1`, listID).Scan(&l.ID, &l.Name, &l.Description, &l.IsPublic); err != nil {
+			return nil, err
+		}
+		return s.contactPayload(ctx, tx, teamID, contactID, false, map[string]any{"mailingList": l.JSON()})()
+	}
+}
+
+// JSON renders the contract's MailingList object (§6.2).
+func (l List) JSON() map[string]any {
+	return map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "isPublic": l.IsPublic}
 }
 
 // New returns a Service. now may be nil.
@@ -240,6 +318,7 @@ func (s *Service) upsertTx(ctx context.Context, tx db.Tx, teamID string, in Upse
 	now := s.now().UnixMilli()
 	var r row
 	created := id == ""
+	wasSubscribed := false
 	if created {
 		r = row{email: in.Email, source: "API", subscribed: true}
 	} else {
@@ -250,6 +329,7 @@ func (s *Service) upsertTx(ctx context.Context, tx db.Tx, teamID string, in Upse
 		if in.Email != "" {
 			r.email = in.Email
 		}
+		wasSubscribed = r.subscribed
 	}
 	if in.UserID != "" {
 		uid := in.UserID
@@ -377,14 +457,43 @@ func (s *Service) upsertTx(ctx context.Context, tx db.Tx, teamID string, in Upse
 			return Result{}, err
 		}
 	}
+	type listChange struct {
+		id  string
+		sub bool
+	}
+	var changes []listChange
 	for _, lid := range listIDs {
+		var n int64
 		if in.MailingLists[lid] {
-			_, err = tx.Exec(ctx, `INSERT INTO contact_lists (contact_id, list_id, team_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (contact_id, list_id) DO NOTHING`, id, lid, teamID, now)
+			n, err = tx.Exec(ctx, `INSERT INTO contact_lists (contact_id, list_id, team_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (contact_id, list_id) DO NOTHING`, id, lid, teamID, now)
 		} else {
-			_, err = tx.Exec(ctx, `DELETE FROM contact_lists WHERE contact_id = $1 AND list_id = $2`, id, lid)
+			n, err = tx.Exec(ctx, `DELETE FROM contact_lists WHERE contact_id = $1 AND list_id = $2`, id, lid)
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("write list membership: %w", err)
+		}
+		if n > 0 {
+			changes = append(changes, listChange{lid, in.MailingLists[lid]})
+		}
+	}
+
+	// Webhooks, in the same transaction.
+	if created {
+		if err := s.emit(ctx, tx, teamID, "contact.created", s.contactPayload(ctx, tx, teamID, id, true, nil)); err != nil {
+			return Result{}, err
+		}
+	} else if wasSubscribed && !r.subscribed {
+		if err := s.emit(ctx, tx, teamID, "contact.unsubscribed", s.contactPayload(ctx, tx, teamID, id, false, nil)); err != nil {
+			return Result{}, err
+		}
+	}
+	for _, ch := range changes {
+		ev := "contact.mailingList.unsubscribed"
+		if ch.sub {
+			ev = "contact.mailingList.subscribed"
+		}
+		if err := s.emit(ctx, tx, teamID, ev, s.listPayload(ctx, tx, teamID, id, ch.id)); err != nil {
+			return Result{}, err
 		}
 	}
 	return Result{ID: id, Created: created}, nil
@@ -539,6 +648,14 @@ func (s *Service) Delete(ctx context.Context, teamID string, idn Identity) (*Con
 			return apperr.New(apperr.NotFound, "Contact not found.")
 		}
 		if c, err = s.get(ctx, tx, teamID, id); err != nil {
+			return err
+		}
+		// The webhooks carry the identity of a contact about to disappear.
+		ident := func() (map[string]any, error) { return map[string]any{"contactIdentity": c.Identity()}, nil }
+		if err := s.emit(ctx, tx, teamID, "contact.deleted", ident); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, teamID, "contact.unsubscribed", ident); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM contacts WHERE id = $1`, id)

@@ -36,8 +36,15 @@ func (s *Service) Suppress(ctx context.Context, tx db.Tx, teamID, email, reason 
 		teamID, email, reason, now); err != nil {
 		return fmt.Errorf("suppress: %w", err)
 	}
-	_, err := tx.Exec(ctx, `UPDATE contacts SET subscribed = FALSE, updated_at = $3 WHERE team_id = $1 AND email = $2`, teamID, email, now)
-	return err
+	var id string
+	err := tx.QueryRow(ctx, `UPDATE contacts SET subscribed = FALSE, updated_at = $3 WHERE team_id = $1 AND email = $2 AND subscribed = TRUE RETURNING id`, teamID, email, now).Scan(&id)
+	if errors.Is(err, db.ErrNoRows) {
+		return nil // no contact, or already unsubscribed
+	}
+	if err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, teamID, "contact.unsubscribed", s.contactPayload(ctx, tx, teamID, id, false, nil))
 }
 
 // IsSuppressed reports whether email is suppressed for the team.

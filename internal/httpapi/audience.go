@@ -89,29 +89,6 @@ func queryIdentity(r *http.Request) (contacts.Identity, error) {
 	return idn, nil
 }
 
-// ContactJSON renders a contact as the contract's Contact object (§6.1).
-func ContactJSON(c *contacts.Contact) map[string]any {
-	lists := make(map[string]bool, len(c.MailingLists))
-	for _, l := range c.MailingLists {
-		lists[l] = true
-	}
-	m := make(map[string]any, 10+len(c.Custom))
-	for k, v := range c.Custom {
-		m[k] = v
-	}
-	m["id"] = c.ID
-	m["email"] = c.Email
-	m["firstName"] = c.FirstName
-	m["lastName"] = c.LastName
-	m["source"] = c.Source
-	m["subscribed"] = c.Subscribed
-	m["userGroup"] = c.UserGroup
-	m["userId"] = c.UserID
-	m["mailingLists"] = lists
-	m["optInStatus"] = c.OptInStatus
-	return m
-}
-
 func (a *API) findContact(w http.ResponseWriter, r *http.Request, team accounts.Team) error {
 	idn, err := queryIdentity(r)
 	if err != nil {
@@ -123,7 +100,7 @@ func (a *API) findContact(w http.ResponseWriter, r *http.Request, team accounts.
 	}
 	out := []any{}
 	if c != nil {
-		out = append(out, ContactJSON(c))
+		out = append(out, c.JSON())
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -233,7 +210,7 @@ func (a *API) listLists(w http.ResponseWriter, r *http.Request, team accounts.Te
 	}
 	out := make([]map[string]any, len(ls))
 	for i, l := range ls {
-		out[i] = map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "isPublic": l.IsPublic}
+		out[i] = l.JSON()
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -59,6 +59,14 @@ type Config struct {
 	Logger            *slog.Logger
 	// Registerer receives job outcome and queue depth metrics (optional).
 	Registerer prometheus.Registerer
+	// Periodic jobs are inserted every Interval by the elected leader node.
+	Periodic []Periodic
+}
+
+// Periodic is a job run on a fixed interval.
+type Periodic struct {
+	Interval time.Duration
+	Args     func() Args
 }
 
 // Queue inserts and works jobs.
@@ -95,6 +103,11 @@ func New(d db.DB, workers *Workers, cfg Config) (*Queue, error) {
 		MaxAttempts:       25,
 	}
 	q := &Queue{d: d, log: cfg.Logger}
+	for _, p := range cfg.Periodic {
+		args := p.Args
+		rc.PeriodicJobs = append(rc.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(p.Interval),
+			func() (river.JobArgs, *river.InsertOpts) { return args(), nil }, nil))
+	}
 	if workers != nil {
 		rc.Workers = workers
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}}
