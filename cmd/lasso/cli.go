@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"strings"
 	"text/tabwriter"
@@ -14,6 +16,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/lasso-mail/lasso/internal/app"
+	"github.com/lasso-mail/lasso/internal/bounce"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -37,6 +40,29 @@ type cli struct {
 	Lists    listsCmd    `cmd:"" help:"Manage mailing lists."`
 	Domains  domainsCmd  `cmd:"" help:"Manage sending domains."`
 	Webhooks webhooksCmd `cmd:"" help:"Manage the team's webhook endpoint."`
+	Bounce   bounceCmd   `cmd:"" help:"Bounce and complaint tools."`
+}
+
+type bounceCmd struct {
+	Parse bounceParseCmd `cmd:"" help:"Parse bounce/DSN/ARF messages; prints one JSON line per file."`
+}
+
+type bounceParseCmd struct {
+	Files []string `arg:"" type:"existingfile" help:"Raw message files (.eml)."`
+}
+
+func (b bounceParseCmd) Run(e *env) error {
+	for _, f := range b.Files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		r, _ := bounce.Parse(raw) // a report comes back even for unreadable input
+		if err := bounce.WriteJSONLine(e.stdout, filepath.Base(f), r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type env struct {

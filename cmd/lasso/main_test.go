@@ -122,3 +122,12 @@ func TestServeAndCLI(t *testing.T) {
 		t.Fatalf("serve --help: %v %s", err, help.String())
 	}
 }
+
+func TestBounceParse(t *testing.T) {
+	out := lassoCLI(t, "bounce", "parse", "../../internal/bounce/testdata/corpus/mail/lhost-postfix-04.eml", "../../internal/bounce/testdata/corpus/mail/arf-01.eml")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"kind":"hard"`) || !strings.Contains(lines[0], `"file":"lhost-postfix-04.eml"`) ||
+		!strings.Contains(lines[1], `"kind":"complaint"`) {
+		t.Fatalf("bounce parse:\n%s", out)
+	}
+}
