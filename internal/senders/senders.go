@@ -6,12 +6,6 @@ package senders
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"regexp"
@@ -20,6 +14,7 @@ import (
 
 	"github.com/lasso-mail/lasso/internal/apperr"
 	"github.com/lasso-mail/lasso/internal/db"
+	"github.com/lasso-mail/lasso/internal/delivery"
 	"github.com/lasso-mail/lasso/internal/ids"
 )
 
@@ -73,21 +68,21 @@ func (s *Service) Add(ctx context.Context, teamID, domain string, verified bool)
 	if !domainRe.MatchString(domain) {
 		return Domain{}, apperr.New(apperr.Invalid, "Invalid domain %q.", domain)
 	}
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return Domain{}, err
-	}
-	_, edKey, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return Domain{}, err
-	}
 	d := Domain{ID: ids.New(), TeamID: teamID, Domain: domain, Verified: verified,
 		DKIMSelector: "lasso" + s.now().UTC().Format("200601"), CreatedAt: s.now().UTC()}
-	if d.RSAKeyPEM, err = pemKey(rsaKey); err != nil {
-		return Domain{}, err
-	}
-	if d.EdKeyPEM, err = pemKey(edKey); err != nil {
-		return Domain{}, err
+	for _, k := range []struct {
+		alg delivery.DKIMAlgorithm
+		dst *string
+	}{{delivery.DKIMRSA, &d.RSAKeyPEM}, {delivery.DKIMEd25519, &d.EdKeyPEM}} {
+		key, err := delivery.GenerateDKIMKey(k.alg)
+		if err != nil {
+			return Domain{}, err
+		}
+		pem, err := delivery.MarshalDKIMKey(key)
+		if err != nil {
+			return Domain{}, err
+		}
+		*k.dst = string(pem)
 	}
 	var verifiedAt *int64
 	if verified {
@@ -96,7 +91,7 @@ func (s *Service) Add(ctx context.Context, teamID, domain string, verified bool)
 		t := d.CreatedAt
 		d.VerifiedAt = &t
 	}
-	_, err = s.db.Exec(ctx, `INSERT INTO sending_domains (id, team_id, domain, verified, verified_at, dkim_selector, dkim_rsa_key, dkim_ed_key, created_at)
+	_, err := s.db.Exec(ctx, `INSERT INTO sending_domains (id, team_id, domain, verified, verified_at, dkim_selector, dkim_rsa_key, dkim_ed_key, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		d.ID, teamID, domain, verified, verifiedAt, d.DKIMSelector, d.RSAKeyPEM, d.EdKeyPEM, d.CreatedAt.UnixMilli())
 	if db.IsUnique(err) {
@@ -106,14 +101,6 @@ func (s *Service) Add(ctx context.Context, teamID, domain string, verified bool)
 		return Domain{}, fmt.Errorf("add domain: %w", err)
 	}
 	return d, nil
-}
-
-func pemKey(k any) (string, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		return "", err
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
 }
 
 // Domains lists a team's domains.
@@ -152,41 +139,65 @@ func (s *Service) HasDomain(ctx context.Context, teamID string) (bool, error) {
 	return err == nil, err
 }
 
+// RSASelector and EdSelector name the domain's two DKIM key records.
+func (d Domain) RSASelector() string { return d.DKIMSelector + "r" }
+func (d Domain) EdSelector() string  { return d.DKIMSelector + "e" }
+
+// SigningKeys returns the domain's DKIM keys, RSA first (always verified by
+// receivers), then Ed25519 (RFC 8463, in addition).
+func (d Domain) SigningKeys() ([]delivery.DKIMKey, error) {
+	rsa, err := delivery.ParseDKIMKey([]byte(d.RSAKeyPEM))
+	if err != nil {
+		return nil, fmt.Errorf("dkim key of %s: %w", d.Domain, err)
+	}
+	ed, err := delivery.ParseDKIMKey([]byte(d.EdKeyPEM))
+	if err != nil {
+		return nil, fmt.Errorf("dkim key of %s: %w", d.Domain, err)
+	}
+	return []delivery.DKIMKey{
+		{Domain: d.Domain, Selector: d.RSASelector(), Signer: rsa},
+		{Domain: d.Domain, Selector: d.EdSelector(), Signer: ed},
+	}, nil
+}
+
+// ByDomain returns the registered domain (of any team) named domain;
+// apperr.NotFound if none.
+func (s *Service) ByDomain(ctx context.Context, teamID, domain string) (Domain, error) {
+	ds, err := s.Domains(ctx, teamID)
+	if err != nil {
+		return Domain{}, err
+	}
+	domain = strings.ToLower(domain)
+	for _, d := range ds {
+		if d.Domain == domain {
+			return d, nil
+		}
+	}
+	return Domain{}, apperr.New(apperr.NotFound, "The domain %s is not a sending domain of this team.", domain)
+}
+
+// BounceDomain is where the return path of mail from domain points.
+func BounceDomain(domain string) string { return "bounces." + domain }
+
 // Records returns the DNS records to publish for d.
 func (s *Service) Records(d Domain) ([]Record, error) {
-	rsaPub, edPub, err := publicKeys(d)
+	keys, err := d.SigningKeys()
+	if err != nil {
+		return nil, err
+	}
+	rsaRec, err := delivery.DKIMRecord(keys[0].Signer)
+	if err != nil {
+		return nil, err
+	}
+	edRec, err := delivery.DKIMRecord(keys[1].Signer)
 	if err != nil {
 		return nil, err
 	}
 	return []Record{
 		{Purpose: "SPF", Type: "TXT", Name: d.Domain, Value: "v=spf1 a:" + s.mailHost + " ~all"},
-		{Purpose: "DKIM", Type: "TXT", Name: d.DKIMSelector + "._domainkey." + d.Domain, Value: "v=DKIM1; k=rsa; p=" + rsaPub},
-		{Purpose: "DKIM (Ed25519)", Type: "TXT", Name: d.DKIMSelector + "e._domainkey." + d.Domain, Value: "v=DKIM1; k=ed25519; p=" + edPub},
+		{Purpose: "DKIM", Type: "TXT", Name: delivery.DKIMRecordName(d.RSASelector(), d.Domain), Value: rsaRec},
+		{Purpose: "DKIM (Ed25519)", Type: "TXT", Name: delivery.DKIMRecordName(d.EdSelector(), d.Domain), Value: edRec},
 		{Purpose: "DMARC", Type: "TXT", Name: "_dmarc." + d.Domain, Value: "v=DMARC1; p=none; rua=mailto:dmarc@" + d.Domain},
-		{Purpose: "Return-Path MX", Type: "MX", Name: "bounces." + d.Domain, Value: "10 " + s.mailHost + "."},
+		{Purpose: "Return-Path MX", Type: "MX", Name: BounceDomain(d.Domain), Value: "10 " + s.mailHost + "."},
 	}, nil
-}
-
-func publicKeys(d Domain) (string, string, error) {
-	parse := func(p string) (any, error) {
-		b, _ := pem.Decode([]byte(p))
-		if b == nil {
-			return nil, fmt.Errorf("bad key for %s", d.Domain)
-		}
-		return x509.ParsePKCS8PrivateKey(b.Bytes)
-	}
-	rk, err := parse(d.RSAKeyPEM)
-	if err != nil {
-		return "", "", err
-	}
-	ek, err := parse(d.EdKeyPEM)
-	if err != nil {
-		return "", "", err
-	}
-	rder, err := x509.MarshalPKIXPublicKey(&rk.(*rsa.PrivateKey).PublicKey)
-	if err != nil {
-		return "", "", err
-	}
-	return base64.StdEncoding.EncodeToString(rder),
-		base64.StdEncoding.EncodeToString(ek.(ed25519.PrivateKey).Public().(ed25519.PublicKey)), nil
 }

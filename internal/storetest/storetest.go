@@ -511,7 +511,7 @@ func testDomains(t *testing.T, e *Env) {
 		t.Fatal("domain keys not stored")
 	}
 	recs := must[[]senders.Record](t)(e.Senders.Records(ds[0]))
-	if len(recs) != 5 || recs[1].Name != d.DKIMSelector+"._domainkey.example.com" {
+	if len(recs) != 5 || recs[1].Name != d.RSASelector()+"._domainkey.example.com" {
 		t.Fatalf("records = %+v", recs)
 	}
 	if ok := must[bool](t)(e.Senders.HasDomain(ctx(), e.Team.ID)); !ok {
