@@ -17,6 +17,7 @@ import (
 
 	"github.com/lasso-mail/lasso/internal/app"
 	"github.com/lasso-mail/lasso/internal/bounce"
+	"github.com/lasso-mail/lasso/internal/delivery"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -41,6 +42,48 @@ type cli struct {
 	Domains  domainsCmd  `cmd:"" help:"Manage sending domains."`
 	Webhooks webhooksCmd `cmd:"" help:"Manage the team's webhook endpoint."`
 	Bounce   bounceCmd   `cmd:"" help:"Bounce and complaint tools."`
+	Mailbox  mailboxCmd  `cmd:"" help:"The local capture mailbox (outgoing mail when no relay is configured)."`
+}
+
+type mailboxCmd struct {
+	List mailboxListCmd `cmd:"" help:"List captured messages, newest last."`
+	Show mailboxShowCmd `cmd:"" help:"Print a captured message (raw RFC 5322)."`
+}
+
+type mailboxListCmd struct{}
+
+func (mailboxListCmd) Run(e *env) error {
+	c, err := delivery.NewCapture(filepath.Join(e.g.DataDir, "mailbox"), nil)
+	if err != nil {
+		return err
+	}
+	msgs, err := c.List()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRECEIVED\tFROM\tTO\tSUBJECT")
+	for _, m := range msgs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.Time.Format(time.RFC3339), m.From, strings.Join(m.To, ","), m.Subject)
+	}
+	return tw.Flush()
+}
+
+type mailboxShowCmd struct {
+	ID string `arg:"" help:"Message id (from mailbox list)."`
+}
+
+func (m mailboxShowCmd) Run(e *env) error {
+	c, err := delivery.NewCapture(filepath.Join(e.g.DataDir, "mailbox"), nil)
+	if err != nil {
+		return err
+	}
+	raw, err := c.Read(m.ID)
+	if err != nil {
+		return err
+	}
+	_, err = e.stdout.Write(raw)
+	return err
 }
 
 type bounceCmd struct {
@@ -157,6 +200,8 @@ type serveCmd struct {
 	SMTPAddr                string   `name:"smtp-addr" env:"LASSO_SMTP_ADDR" default:"127.0.0.1:2587" help:"SMTP submission listen address."`
 	PublicURL               string   `name:"public-url" env:"LASSO_PUBLIC_URL" help:"Base URL for links that recipients and clients follow (default http://<http-addr>)."`
 	SMTPRelay               string   `name:"smtp-relay" env:"LASSO_SMTP_RELAY" help:"Smarthost for outbound mail, e.g. smtp://user:pass@host:587."`
+	Outbound                string   `name:"outbound" env:"LASSO_OUTBOUND" enum:",relay,mx,capture" default:"" help:"Outbound path: relay, mx (direct delivery) or capture (local mailbox). Default: relay with --smtp-relay, capture otherwise."`
+	Hostname                string   `name:"hostname" env:"LASSO_HOSTNAME" help:"Our FQDN for SMTP EHLO (default: the public URL's host)."`
 	RateLimit               int      `name:"rate-limit" env:"LASSO_RATE_LIMIT" default:"10" help:"API requests per second per team (negative: no limit)."`
 	SuppressionRemovalLimit int      `name:"suppression-removal-limit" env:"LASSO_SUPPRESSION_REMOVAL_LIMIT" default:"100" help:"Suppression removals per team per rolling 30 days."`
 	DedicatedIPs            []string `name:"dedicated-ip" env:"LASSO_DEDICATED_IPS" help:"Outbound IPs listed by GET /dedicated-sending-ips (repeat or comma-separate)."`
@@ -166,12 +211,16 @@ func (s serveCmd) Run(e *env) error {
 	cfg := e.config()
 	cfg.HTTPAddr, cfg.SMTPAddr, cfg.PublicURL, cfg.SMTPRelay = s.HTTPAddr, s.SMTPAddr, s.PublicURL, s.SMTPRelay
 	cfg.RateLimit, cfg.SuppressionRemovalLimit, cfg.DedicatedIPs = s.RateLimit, s.SuppressionRemovalLimit, s.DedicatedIPs
+	cfg.Outbound, cfg.Hostname = s.Outbound, s.Hostname
 	log := e.logger()
 	a, err := app.Open(e.ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	if a.Capture != nil {
+		fmt.Fprintf(e.stderr, "No --smtp-relay: outgoing mail is kept in the local mailbox %s (see: lasso mailbox list).\n", a.Capture.Dir())
+	}
 	keys, err := a.Accounts.ListKeys(e.ctx, "")
 	if err == nil && len(keys) == 0 {
 		fmt.Fprintf(e.stderr, "\nNo API key yet. Create one with:\n  lasso keys create --team \"My team\" --data-dir %s\n\n", e.g.DataDir)

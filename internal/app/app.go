@@ -24,6 +24,8 @@ import (
 	"github.com/lasso-mail/lasso/internal/accounts"
 	"github.com/lasso-mail/lasso/internal/contacts"
 	"github.com/lasso-mail/lasso/internal/db"
+	"github.com/lasso-mail/lasso/internal/delivery"
+	"github.com/lasso-mail/lasso/internal/emails"
 	"github.com/lasso-mail/lasso/internal/events"
 	"github.com/lasso-mail/lasso/internal/httpapi"
 	"github.com/lasso-mail/lasso/internal/queue"
@@ -49,6 +51,20 @@ type Config struct {
 	Now func() time.Time
 	// WebhookRetrySchedule overrides the webhook retry delays (tests).
 	WebhookRetrySchedule []time.Duration
+	// Outbound selects the outbound path: "relay" (needs SMTPRelay), "mx"
+	// (direct delivery) or "capture" (a local mailbox in the data dir). Empty:
+	// relay when SMTPRelay is set, capture otherwise.
+	Outbound string
+	// Hostname is our FQDN for EHLO (default: the public URL's host).
+	Hostname string
+	// MX tuning for tests: a resolver pointed at a fake DNS server, the SMTP
+	// port of every MX host, and permission to connect to loopback.
+	MXResolver      *net.Resolver
+	MXPort          int
+	MXAllowLoopback bool
+	MXDisableTLS    bool
+	// SendRetrySchedule overrides the soft-bounce retry delays (tests).
+	SendRetrySchedule []time.Duration
 }
 
 func (c *Config) defaults() {
@@ -81,6 +97,9 @@ type App struct {
 	Events   *events.Service
 	Senders  *senders.Service
 	Webhooks *webhooks.Service
+	Emails   *emails.Service
+	Outbound delivery.Transport
+	Capture  *delivery.Capture // the local mailbox, when Outbound is capture
 	API      *httpapi.API
 
 	workers *queue.Workers
@@ -124,6 +143,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	queue.AddWorker(a.workers, webhookWorker)
 	pruneWorker := &webhooks.PruneWorker{}
 	queue.AddWorker(a.workers, pruneWorker)
+	if err := a.openOutbound(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	sendWorker := &emails.Worker{Transport: a.Outbound, Signer: a.Senders, BounceDomain: senders.BounceDomain, Schedule: cfg.SendRetrySchedule}
+	queue.AddWorker(a.workers, sendWorker)
 
 	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry,
 		Periodic: []queue.Periodic{{Interval: time.Hour, Args: func() queue.Args { return webhooks.PruneArgs{} }}}})
@@ -134,6 +159,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Webhooks = webhooks.New(d, a.Queue, cfg.Now)
 	pruneWorker.Service = a.Webhooks
 	a.Contacts.SetAnnouncer(a.Webhooks)
+	a.Emails = emails.NewService(d, a.Queue, a.Contacts, a.Webhooks, cfg.Now)
+	sendWorker.Service = a.Emails
 	a.Events = events.New(d, a.Contacts, a.Queue, cfg.Now)
 	a.API = httpapi.New(httpapi.Deps{
 		Accounts:     a.Accounts,
@@ -175,8 +202,60 @@ func (a *App) publicHost() string {
 	return u.Hostname()
 }
 
-// Close releases the database.
-func (a *App) Close() error { return a.DB.Close() }
+// Close releases the outbound connections and the database.
+func (a *App) Close() error {
+	if a.Outbound != nil {
+		_ = a.Outbound.Close()
+	}
+	return a.DB.Close()
+}
+
+// OutboundMode says which outbound path the app uses.
+func (a *App) OutboundMode() string {
+	switch {
+	case a.Cfg.Outbound != "":
+		return a.Cfg.Outbound
+	case a.Cfg.SMTPRelay != "":
+		return "relay"
+	}
+	return "capture"
+}
+
+func (a *App) hostname() string {
+	if a.Cfg.Hostname != "" {
+		return a.Cfg.Hostname
+	}
+	if h := a.publicHost(); h != "localhost" && net.ParseIP(h) == nil {
+		return h
+	}
+	if h, err := os.Hostname(); err == nil && strings.Contains(h, ".") {
+		return h
+	}
+	return "localhost.localdomain"
+}
+
+func (a *App) openOutbound() error {
+	var err error
+	switch a.OutboundMode() {
+	case "relay":
+		if a.Cfg.SMTPRelay == "" {
+			return fmt.Errorf("outbound relay needs --smtp-relay")
+		}
+		a.Outbound, err = delivery.NewRelay(a.Cfg.SMTPRelay, delivery.RelayConfig{Hostname: a.hostname(), Logger: a.Log})
+	case "mx":
+		a.Outbound, err = delivery.NewMX(delivery.MXConfig{Hostname: a.hostname(), Resolver: a.Cfg.MXResolver, Port: a.Cfg.MXPort,
+			AllowLoopback: a.Cfg.MXAllowLoopback, DisableTLS: a.Cfg.MXDisableTLS, Logger: a.Log})
+	case "capture":
+		a.Capture, err = delivery.NewCapture(filepath.Join(a.Cfg.DataDir, "mailbox"), a.Cfg.Now)
+		a.Outbound = a.Capture
+	default:
+		return fmt.Errorf("unknown outbound mode %q (relay, mx or capture)", a.Cfg.Outbound)
+	}
+	if err != nil {
+		return fmt.Errorf("outbound: %w", err)
+	}
+	return nil
+}
 
 // Handler is every HTTP surface on one mux.
 func (a *App) Handler() http.Handler {

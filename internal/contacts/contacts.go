@@ -670,3 +670,8 @@ func (s *Service) Count(ctx context.Context, teamID string) (int64, error) {
 	err := s.db.QueryRow(ctx, `SELECT count(*) FROM contacts WHERE team_id = $1`, teamID).Scan(&n)
 	return n, err
 }
+
+// FindTx returns the id of the team's contact with email, or "".
+func (s *Service) FindTx(ctx context.Context, q db.Querier, teamID, email string) (string, error) {
+	return lookupID(ctx, q, `SELECT id FROM contacts WHERE team_id = $1 AND email = $2`, teamID, strings.ToLower(email))
+}

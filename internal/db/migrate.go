@@ -59,7 +59,7 @@ func Migrate(ctx context.Context, d DB) error {
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(dialect, sqlDB, sub, goose.WithDisableGlobalRegistry(true))
+	p, err := goose.NewProvider(dialect, sqlDB, sub, goose.WithDisableGlobalRegistry(true), goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}

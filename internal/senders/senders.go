@@ -201,3 +201,16 @@ func (s *Service) Records(d Domain) ([]Record, error) {
 		{Purpose: "Return-Path MX", Type: "MX", Name: BounceDomain(d.Domain), Value: "10 " + s.mailHost + "."},
 	}, nil
 }
+
+// SigningKeys returns the DKIM keys of the team's sending domain (nil when
+// the domain is not registered: the message goes out unsigned).
+func (s *Service) SigningKeys(ctx context.Context, teamID, domain string) ([]delivery.DKIMKey, error) {
+	d, err := s.ByDomain(ctx, teamID, domain)
+	if errors.Is(err, apperr.NotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.SigningKeys()
+}
