@@ -147,7 +147,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		d.Close()
 		return nil, err
 	}
-	sendWorker := &emails.Worker{Transport: a.Outbound, Signer: a.Senders, BounceDomain: senders.BounceDomain, Schedule: cfg.SendRetrySchedule}
+	sendWorker := &emails.Worker{Transport: a.Outbound, Signer: a.Senders, BounceDomain: senders.BounceDomain}
 	queue.AddWorker(a.workers, sendWorker)
 
 	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry,
@@ -160,6 +160,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	pruneWorker.Service = a.Webhooks
 	a.Contacts.SetAnnouncer(a.Webhooks)
 	a.Emails = emails.NewService(d, a.Queue, a.Contacts, a.Webhooks, cfg.Now)
+	a.Emails.Schedule = cfg.SendRetrySchedule
 	sendWorker.Service = a.Emails
 	a.Events = events.New(d, a.Contacts, a.Queue, cfg.Now)
 	a.API = httpapi.New(httpapi.Deps{

@@ -132,6 +132,15 @@ type Service struct {
 	announce  Announcer
 	now       func() time.Time
 	renderers map[string]Renderer
+	// Schedule is the soft-bounce retry schedule (default: package Schedule).
+	Schedule []time.Duration
+}
+
+func (s *Service) schedule() []time.Duration {
+	if s.Schedule != nil {
+		return s.Schedule
+	}
+	return Schedule
 }
 
 // NewService returns a Service.
@@ -179,7 +188,7 @@ func (s *Service) Enqueue(ctx context.Context, tx db.Tx, n New) (string, error) 
 		send := &Send{ID: id, TeamID: n.TeamID, ContactID: n.ContactID, Recipient: n.Recipient, SourceType: n.SourceType, SourceID: n.SourceID, SourceName: n.SourceName}
 		return id, s.emit(ctx, tx, send, "email.hardBounced")
 	}
-	return id, s.queue.InsertTx(ctx, tx, SendArgs{SendID: id}, &queue.InsertOpts{MaxAttempts: len(Schedule) + 1})
+	return id, s.queue.InsertTx(ctx, tx, SendArgs{SendID: id}, &queue.InsertOpts{MaxAttempts: len(s.schedule()) + 1})
 }
 
 func (s *Service) history(ctx context.Context, q db.Querier, sendID, status, detail string) error {

@@ -26,18 +26,13 @@ type Worker struct {
 	Signer    Signer
 	// BounceDomain returns the return-path domain for a sending domain.
 	BounceDomain func(fromDomain string) string
-	// Schedule overrides the package Schedule (tests).
-	Schedule []time.Duration
 	// Unsubscribe returns the List-Unsubscribe target of marketing mail.
 	Unsubscribe func(x *Send) *delivery.ListUnsubscribe
 }
 
 // NextRetry implements the soft-bounce schedule.
 func (w *Worker) NextRetry(job *queue.Job[SendArgs]) time.Time {
-	s := w.Schedule
-	if s == nil {
-		s = Schedule
-	}
+	s := w.Service.schedule()
 	i := min(max(job.Attempt-1, 0), len(s)-1)
 	return time.Now().Add(s[i])
 }
