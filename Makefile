@@ -4,7 +4,7 @@ BIN     := bin/lasso
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help run build test test-go test-compat vet fmt fuzz bench clean
+.PHONY: help run build test test-go test-compat test-e2e node-deps vet fmt fuzz bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -15,7 +15,15 @@ build: ## build bin/lasso (static, CGO-free)
 run: build ## start Lasso on SQLite in ./lasso-data (http://127.0.0.1:8080)
 	./$(BIN) serve --data-dir ./lasso-data
 
-test: vet test-go test-compat ## run every test (PostgreSQL too when LASSO_TEST_POSTGRES_URL is set)
+# Node packages used by tests (validators, SMTP clients, the SDK, the browser).
+NODE_DIRS := $(dir $(wildcard internal/*/testdata/*/package-lock.json compat/package-lock.json e2e/package-lock.json))
+
+test: vet node-deps test-go test-compat test-e2e ## run every test (PostgreSQL too when LASSO_TEST_POSTGRES_URL is set)
+
+node-deps: ## npm ci in every test package that has a lock file (when node is present)
+	@if command -v npm >/dev/null 2>&1; then \
+		for d in $(NODE_DIRS); do (cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; done; \
+	else echo "node-deps: npm not found, node-based tests will skip"; fi
 
 vet:
 	@test -z "$$(gofmt -l cmd internal bench 2>/dev/null)" || (echo "gofmt needed:"; gofmt -l cmd internal bench; exit 1)
@@ -25,9 +33,14 @@ test-go:
 	$(GO) test -count=1 ./...
 
 test-compat: build ## official loops@7.3.0 SDK against a live server (needs node)
-	@if command -v node >/dev/null 2>&1 && [ -f compat/package.json ]; then \
-		cd compat && npm ci --no-audit --no-fund --loglevel=error && LASSO_BIN=../$(BIN) node --test; \
+	@if command -v node >/dev/null 2>&1 && [ -d compat/node_modules ]; then \
+		cd compat && LASSO_BIN=../$(BIN) node --test; \
 	else echo "test-compat: node not found, skipped"; fi
+
+test-e2e: build ## dashboard browser tests (needs node and chromium)
+	@if command -v node >/dev/null 2>&1 && [ -d e2e/node_modules ]; then \
+		cd e2e && LASSO_BIN=../$(BIN) node --test; \
+	else echo "test-e2e: node or e2e deps not found, skipped"; fi
 
 fuzz: ## run the fuzz targets for a minute each
 	$(GO) test -run='^$$' -fuzz=FuzzAPIRequest -fuzztime=60s -parallel=1 ./internal/app/
