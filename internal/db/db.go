@@ -49,7 +49,16 @@ type Row interface {
 type Tx interface {
 	Querier
 	Raw() any
+	// Collect hands item to flush, inside this transaction and before it
+	// commits, together with the items other callers collected under the
+	// same key in the same group commit: one multi-row write instead of
+	// many. Items of a caller whose function fails are dropped with its
+	// writes. Where transactions are not grouped, flush runs at once.
+	Collect(key string, item any, flush Flush) error
 }
+
+// Flush writes collected items in tx.
+type Flush func(ctx context.Context, tx Tx, items []any) error
 
 // DB is an open database.
 type DB interface {

@@ -74,3 +74,59 @@ func TestInTxIsolation(t *testing.T) {
 		}
 	})
 }
+
+// TestCollect checks that items collected by transactions that succeed are
+// flushed inside their transaction (and those of failed ones are not), and
+// that on SQLite concurrent transactions share flushes.
+func TestCollect(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		d, err := db.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if _, err := d.Exec(ctx, `CREATE TABLE items (k TEXT PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		flushes := 0
+		flush := func(ctx context.Context, tx db.Tx, items []any) error {
+			mu.Lock()
+			flushes++
+			mu.Unlock()
+			for _, it := range items {
+				if _, err := tx.Exec(ctx, `INSERT INTO items (k) VALUES ($1)`, it.(string)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		const n = 200
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = d.InTx(ctx, func(tx db.Tx) error {
+					if err := tx.Collect("items", fmt.Sprint("k", i), flush); err != nil {
+						return err
+					}
+					if i%4 == 0 {
+						return errors.New("fail after collecting")
+					}
+					return nil
+				})
+			}()
+		}
+		wg.Wait()
+		var count int
+		if err := d.QueryRow(ctx, `SELECT count(*) FROM items`).Scan(&count); err != nil {
+			t.Fatal(err)
+		}
+		if count != n-n/4 {
+			t.Fatalf("items = %d, want %d", count, n-n/4)
+		}
+		t.Logf("%s: %d transactions, %d flushes", d.Dialect(), n, flushes)
+	})
+}

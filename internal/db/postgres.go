@@ -88,6 +88,10 @@ func (d *PostgresDB) InTx(ctx context.Context, fn func(Tx) error) error {
 type pgTx struct{ tx pgx.Tx }
 
 func (t pgTx) Raw() any { return t.tx }
+
+func (t pgTx) Collect(_ string, item any, flush Flush) error {
+	return flush(context.Background(), t, []any{item})
+}
 func (t pgTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return pgExec(ctx, t.tx, q, args)
 }

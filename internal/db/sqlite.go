@@ -163,6 +163,7 @@ func (d *SQLiteDB) runBatch(batch []*txReq) {
 		return
 	}
 	errs := make([]error, len(batch))
+	all := &collector{}
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
@@ -172,8 +173,11 @@ func (d *SQLiteDB) runBatch(batch []*txReq) {
 			errs[i] = sqliteErr(err)
 			continue
 		}
-		errs[i] = callTx(r.fn, sqlTx{tx})
-		if errs[i] != nil {
+		own := &collector{}
+		errs[i] = callTx(r.fn, sqlTx{tx: tx, c: own})
+		if errs[i] == nil {
+			all.merge(own)
+		} else {
 			if _, err := tx.Exec("ROLLBACK TO lasso_tx"); err != nil {
 				// The transaction is unusable: fail everyone.
 				_ = tx.Rollback()
@@ -186,6 +190,13 @@ func (d *SQLiteDB) runBatch(batch []*txReq) {
 		if _, err := tx.Exec("RELEASE lasso_tx"); err != nil && errs[i] == nil {
 			errs[i] = sqliteErr(err)
 		}
+	}
+	if err := all.flush(tx); err != nil {
+		_ = tx.Rollback()
+		for _, r := range batch {
+			r.done <- fmt.Errorf("group commit: %w", err)
+		}
+		return
 	}
 	cerr := sqliteErr(tx.Commit())
 	for i, r := range batch {
@@ -201,7 +212,11 @@ func (d *SQLiteDB) runOne(r *txReq) (err error) {
 	if err != nil {
 		return sqliteErr(err)
 	}
-	if err = callTx(r.fn, sqlTx{tx}); err != nil {
+	own := &collector{}
+	if err = callTx(r.fn, sqlTx{tx: tx, c: own}); err == nil {
+		err = own.flush(tx)
+	}
+	if err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -242,9 +257,55 @@ func sqlQuery(ctx context.Context, e execQuerier, q string, args []any) (Rows, e
 	return sqlRows{rows}, nil
 }
 
-type sqlTx struct{ tx *sql.Tx }
+type sqlTx struct {
+	tx *sql.Tx
+	c  *collector
+}
 
 func (t sqlTx) Raw() any { return t.tx }
+
+func (t sqlTx) Collect(key string, item any, flush Flush) error {
+	if t.c == nil { // a transaction that is not grouped
+		return flush(context.Background(), t, []any{item})
+	}
+	t.c.add(key, item, flush)
+	return nil
+}
+
+// collector gathers Collect calls of one transaction function.
+type collector struct {
+	keys    []string
+	items   map[string][]any
+	flushes map[string]Flush
+}
+
+func (c *collector) add(key string, item any, flush Flush) {
+	if c.items == nil {
+		c.items, c.flushes = map[string][]any{}, map[string]Flush{}
+	}
+	if _, ok := c.items[key]; !ok {
+		c.keys = append(c.keys, key)
+		c.flushes[key] = flush
+	}
+	c.items[key] = append(c.items[key], item)
+}
+
+func (c *collector) merge(o *collector) {
+	for _, k := range o.keys {
+		for _, it := range o.items[k] {
+			c.add(k, it, o.flushes[k])
+		}
+	}
+}
+
+func (c *collector) flush(tx *sql.Tx) error {
+	for _, k := range c.keys {
+		if err := c.flushes[k](context.Background(), sqlTx{tx: tx}, c.items[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 func (t sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return sqlExec(ctx, t.tx, q, args)
 }

@@ -158,19 +158,37 @@ func Migrate(ctx context.Context, d db.DB) error {
 	return nil
 }
 
-// InsertTx inserts a job in tx; it runs once tx commits.
+// InsertTx inserts a job in tx; it runs once tx commits. Jobs of concurrent
+// transactions that share a group commit are inserted together (one
+// multi-row insert per commit; see db.Tx.Collect).
 func (q *Queue) InsertTx(ctx context.Context, tx db.Tx, args Args, opts *InsertOpts) error {
+	return tx.Collect("queue", river.InsertManyParams{Args: args, InsertOpts: opts}, q.flush)
+}
+
+func (q *Queue) flush(ctx context.Context, tx db.Tx, items []any) error {
+	params := make([]river.InsertManyParams, len(items))
+	for i, it := range items {
+		params[i] = it.(river.InsertManyParams)
+	}
 	var err error
 	switch raw := tx.Raw().(type) {
 	case *sql.Tx:
-		_, err = q.sqlite.InsertTx(ctx, raw, args, opts)
+		if len(params) == 1 {
+			_, err = q.sqlite.InsertTx(ctx, raw, params[0].Args, params[0].InsertOpts)
+		} else {
+			_, err = q.sqlite.InsertManyTx(ctx, raw, params)
+		}
 	case pgx.Tx:
-		_, err = q.pg.InsertTx(ctx, raw, args, opts)
+		if len(params) == 1 {
+			_, err = q.pg.InsertTx(ctx, raw, params[0].Args, params[0].InsertOpts)
+		} else {
+			_, err = q.pg.InsertManyTx(ctx, raw, params)
+		}
 	default:
 		err = fmt.Errorf("unknown transaction %T", raw)
 	}
 	if err != nil {
-		return fmt.Errorf("insert job %s: %w", args.Kind(), err)
+		return fmt.Errorf("insert jobs: %w", err)
 	}
 	return nil
 }
