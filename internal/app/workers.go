@@ -7,7 +7,7 @@ import (
 	"github.com/lasso-mail/lasso/internal/queue"
 )
 
-// eventWorker consumes event_recorded jobs. Workflow triggering plugs in
+// eventWorker consumes events_recorded jobs. Workflow triggering plugs in
 // here (the automation issue); until then the job completes once the event
 // is durably recorded, which it is by the time the job exists.
 type eventWorker struct {

@@ -21,16 +21,24 @@ import (
 	"github.com/lasso-mail/lasso/internal/queue"
 )
 
-// RecordedArgs announces a stored event. Kind "event_recorded".
-type RecordedArgs struct {
+// Recorded identifies one stored event.
+type Recorded struct {
 	EventID   string `json:"event_id"`
 	TeamID    string `json:"team_id"`
 	ContactID string `json:"contact_id"`
 	Name      string `json:"name"`
 }
 
+// RecordedArgs announces stored events. Kind "events_recorded". Events
+// committed together (one group commit on SQLite) share one job, so the
+// queue's cost is paid per commit rather than per event; a worker must
+// handle every event of the job and be idempotent (jobs run at least once).
+type RecordedArgs struct {
+	Events []Recorded `json:"events"`
+}
+
 // Kind implements queue.Args.
-func (RecordedArgs) Kind() string { return "event_recorded" }
+func (RecordedArgs) Kind() string { return "events_recorded" }
 
 // Inserter is the part of the queue events needs.
 type Inserter interface {
@@ -128,7 +136,7 @@ func (s *Service) Send(ctx context.Context, teamID string, in Send) (string, err
 			if newPatterns, err = s.recordPattern(ctx, tx, teamID, in.Name, types, now); err != nil {
 				return err
 			}
-			return s.queue.InsertTx(ctx, tx, RecordedArgs{EventID: eventID, TeamID: teamID, ContactID: res.ID, Name: in.Name}, nil)
+			return tx.Collect("events_recorded", Recorded{EventID: eventID, TeamID: teamID, ContactID: res.ID, Name: in.Name}, s.flushRecorded)
 		})
 	})
 	if err != nil {
@@ -140,6 +148,15 @@ func (s *Service) Send(ctx context.Context, teamID string, in Send) (string, err
 	}
 	s.mu.Unlock()
 	return eventID, nil
+}
+
+// flushRecorded inserts one job for the events of a commit.
+func (s *Service) flushRecorded(ctx context.Context, tx db.Tx, items []any) error {
+	args := RecordedArgs{Events: make([]Recorded, len(items))}
+	for i, it := range items {
+		args.Events[i] = it.(Recorded)
+	}
+	return s.queue.InsertTx(ctx, tx, args, nil)
 }
 
 // normalizeProps checks event properties: flat values of string, number or

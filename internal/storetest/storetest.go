@@ -412,7 +412,7 @@ func testEvents(t *testing.T, e *Env) {
 	if c == nil || c.Custom["plan"] != "pro" || ev.ContactID != c.ID || ev.Name != "signup" || ev.Properties["coupon"] != "X" {
 		t.Fatalf("event %+v contact %+v", ev, c)
 	}
-	if n := countJobs(t, e.DB, "event_recorded"); n != 1 {
+	if n := countJobs(t, e.DB, "events_recorded"); n != 1 {
 		t.Fatalf("jobs = %d", n)
 	}
 	var types = map[string]string{}
@@ -440,7 +440,7 @@ func testEvents(t *testing.T, e *Env) {
 	if n := must[int64](t)(e.Events.Count(ctx(), e.Team.ID, "")); n != 1 {
 		t.Fatalf("events = %d", n)
 	}
-	if n := countJobs(t, e.DB, "event_recorded"); n != 1 {
+	if n := countJobs(t, e.DB, "events_recorded"); n != 1 {
 		t.Fatalf("a failed send left a job: %d", n)
 	}
 }
