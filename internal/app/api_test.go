@@ -247,7 +247,7 @@ func TestAPITransport(t *testing.T) {
 	expect(t, s.do(t, "POST", "/api/v1/contacts/create", `[1,2]`), 400)
 	expect(t, s.do(t, "POST", "/api/v1/contacts/create", `{"email":"a@b.co"} {}`), 400)
 	expect(t, s.do(t, "POST", "/api/v1/contacts/create", ""), 400)
-	expect(t, s.do(t, "POST", "/api/v1/contacts/create", `{"email":"a@b.co","x":"`+strings.Repeat("y", 2<<20)+`"}`), 413)
+	expect(t, s.do(t, "POST", "/api/v1/contacts/create", `{"email":"a@b.co","x":"`+strings.Repeat("y", 5<<20)+`"}`), 413)
 	r := s.do(t, "GET", "/api/v1/contacts/create", "")
 	expect(t, r, 405, "Method not allowed.")
 	if r.header.Get("Allow") != "POST" {

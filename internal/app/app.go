@@ -23,6 +23,8 @@ import (
 
 	"github.com/lasso-mail/lasso/internal/accounts"
 	"github.com/lasso-mail/lasso/internal/contacts"
+	"github.com/lasso-mail/lasso/internal/content"
+	"github.com/lasso-mail/lasso/internal/dashboard"
 	"github.com/lasso-mail/lasso/internal/db"
 	"github.com/lasso-mail/lasso/internal/delivery"
 	"github.com/lasso-mail/lasso/internal/emails"
@@ -31,6 +33,7 @@ import (
 	"github.com/lasso-mail/lasso/internal/queue"
 	"github.com/lasso-mail/lasso/internal/ratelimit"
 	"github.com/lasso-mail/lasso/internal/senders"
+	"github.com/lasso-mail/lasso/internal/transactional"
 	"github.com/lasso-mail/lasso/internal/webhooks"
 )
 
@@ -65,6 +68,10 @@ type Config struct {
 	MXDisableTLS    bool
 	// SendRetrySchedule overrides the soft-bounce retry delays (tests).
 	SendRetrySchedule []time.Duration
+	// DNSServer (host:port), when set, answers the dashboard's domain
+	// verification lookups instead of the system resolver (tests, and a
+	// hidden --dns-server flag of serve).
+	DNSServer string
 }
 
 func (c *Config) defaults() {
@@ -96,11 +103,16 @@ type App struct {
 	Contacts *contacts.Service
 	Events   *events.Service
 	Senders  *senders.Service
+	Content  *content.Service
 	Webhooks *webhooks.Service
 	Emails   *emails.Service
-	Outbound delivery.Transport
-	Capture  *delivery.Capture // the local mailbox, when Outbound is capture
-	API      *httpapi.API
+	// Transactional sends transactional email over HTTP and SMTP.
+	Transactional *transactional.Service
+	Outbound      delivery.Transport
+	Capture       *delivery.Capture // the local mailbox, when Outbound is capture
+	API           *httpapi.API
+	// Dashboard is the web app mounted at /.
+	Dashboard *dashboard.Dashboard
 
 	workers *queue.Workers
 
@@ -163,16 +175,37 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Emails.Schedule = cfg.SendRetrySchedule
 	sendWorker.Service = a.Emails
 	a.Events = events.New(d, a.Contacts, a.Queue, cfg.Now)
-	a.API = httpapi.New(httpapi.Deps{
-		Accounts:     a.Accounts,
-		Contacts:     a.Contacts,
-		Events:       a.Events,
-		Limiter:      ratelimit.New(d, cfg.RateLimit, cfg.Now),
-		Logger:       log,
-		Registerer:   a.Registry,
-		DedicatedIPs: cfg.DedicatedIPs,
-		PublicURL:    a.PublicURL(),
+	a.Content = content.New(d, content.Config{
+		PublicURL: a.PublicURL(),
+		Domains:   a.Senders,
+		ContactProperties: func(ctx context.Context, teamID string) ([]string, error) {
+			ps, err := a.Contacts.ListProperties(ctx, teamID, true)
+			names := make([]string, len(ps))
+			for i, p := range ps {
+				names[i] = p.Key
+			}
+			return names, err
+		},
+		Blobs:  content.DirBlobs{Dir: filepath.Join(cfg.DataDir, "uploads")},
+		Logger: log,
+		Now:    cfg.Now,
 	})
+	a.Transactional = transactional.New(d, a.Content, a.Contacts, a.Emails, cfg.Now)
+	a.API = httpapi.New(httpapi.Deps{
+		Transactional: a.Transactional,
+		Accounts:      a.Accounts,
+		Contacts:      a.Contacts,
+		Events:        a.Events,
+		Limiter:       ratelimit.New(d, cfg.RateLimit, cfg.Now),
+		Logger:        log,
+		Registerer:    a.Registry,
+		DedicatedIPs:  cfg.DedicatedIPs,
+		PublicURL:     a.PublicURL(),
+		Content:       a.Content,
+	})
+	a.Dashboard = dashboard.New(dashboard.Deps{DB: d, Accounts: a.Accounts, Contacts: a.Contacts, Senders: a.Senders,
+		Webhooks: a.Webhooks, Emails: a.Emails, Capture: a.Capture, Resolver: dashboard.Resolver(cfg.DNSServer),
+		PublicURL: a.PublicURL(), DataDir: cfg.DataDir, Logger: log, Now: cfg.Now})
 	return a, nil
 }
 
@@ -205,6 +238,9 @@ func (a *App) publicHost() string {
 
 // Close releases the outbound connections and the database.
 func (a *App) Close() error {
+	if a.Dashboard != nil {
+		a.Dashboard.Close()
+	}
 	if a.Outbound != nil {
 		_ = a.Outbound.Close()
 	}
@@ -279,10 +315,9 @@ func (a *App) Handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
 	mux.Handle("/api/", a.API)
 	mux.Handle("/v1/", a.API)
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("Lasso is running. The API is at " + a.PublicURL() + "/api/v1/\n"))
-	})
+	mux.Handle("PUT /uploads/{id}", a.API.UploadHandler())
+	mux.Handle("GET /assets/{id}/{filename}", a.API.AssetHandler())
+	mux.Handle("/", a.Dashboard)
 	return mux
 }
 
@@ -304,6 +339,7 @@ func (a *App) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.Log.Info("lasso serving", slog.String("http", ln.Addr().String()), slog.String("public_url", a.PublicURL()), slog.String("database", string(a.DB.Dialect())))
+	a.Dashboard.LogSetupURL(ctx)
 
 	select {
 	case <-ctx.Done():

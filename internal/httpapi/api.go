@@ -22,6 +22,7 @@ import (
 	"github.com/lasso-mail/lasso/internal/contacts"
 	"github.com/lasso-mail/lasso/internal/events"
 	"github.com/lasso-mail/lasso/internal/ratelimit"
+	"github.com/lasso-mail/lasso/internal/transactional"
 )
 
 // Deps are the services the API calls.
@@ -29,16 +30,20 @@ type Deps struct {
 	Accounts *accounts.Service
 	Contacts *contacts.Service
 	Events   *events.Service
-	Limiter  ratelimit.Limiter
-	Logger   *slog.Logger
+	// Transactional sends transactional email (POST /transactional).
+	Transactional *transactional.Service
+	Limiter       ratelimit.Limiter
+	Logger        *slog.Logger
 	// Registerer receives HTTP metrics (optional).
 	Registerer prometheus.Registerer
 	// DedicatedIPs is returned by GET /dedicated-sending-ips.
 	DedicatedIPs []string
-	// MaxBodyBytes limits request bodies (default 1 MiB).
+	// MaxBodyBytes limits request bodies (default 4 MiB).
 	MaxBodyBytes int64
 	// PublicURL is the base for links in responses.
 	PublicURL string
+	// Content serves the content API (issue 3).
+	Content *contentService
 }
 
 // API serves the Loops-compatible API.
@@ -59,7 +64,8 @@ func New(d Deps) *API {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	if d.MaxBodyBytes == 0 {
-		d.MaxBodyBytes = 1 << 20
+		// Transactional sends carry attachments: the whole payload may be 4 MB.
+		d.MaxBodyBytes = 4 << 20
 	}
 	if d.DedicatedIPs == nil {
 		d.DedicatedIPs = []string{}

@@ -19,6 +19,40 @@ func (a *API) routes() {
 
 		{"POST", "/events/send", a.sendEvent},
 
+		{"POST", "/transactional", a.sendTransactional},
+
 		{"GET", "/dedicated-sending-ips", a.dedicatedIPs},
+
+		// Content API (issue 3; handlers in content_*.go).
+		{"GET", "/transactional-emails", a.listTransactionalEmails},
+		{"POST", "/transactional-emails", a.createTransactionalEmail},
+		{"GET", "/transactional-emails/{id}", a.getTransactionalEmail},
+		{"POST", "/transactional-emails/{id}", a.updateTransactionalEmail},
+		{"POST", "/transactional-emails/{id}/draft", a.ensureTransactionalDraft},
+		{"POST", "/transactional-emails/{id}/publish", a.publishTransactionalEmail},
+		{"GET", "/transactional-emails/{id}/metrics", a.transactionalMetrics},
+		{"GET", "/transactional", a.listPublishedTransactional},
+		{"GET", "/email-messages/{id}", a.getEmailMessage},
+		{"POST", "/email-messages/{id}", a.updateEmailMessage},
+		{"POST", "/email-messages/{id}/preview", a.previewEmailMessage},
+		{"GET", "/email-messages/{id}/guardian", a.emailMessageGuardian},
+		{"GET", "/themes", a.listThemes},
+		{"POST", "/themes", a.createTheme},
+		{"GET", "/themes/{id}", a.getTheme},
+		{"POST", "/themes/{id}", a.updateTheme},
+		{"GET", "/components", a.listComponents},
+		{"POST", "/components", a.createComponent},
+		{"GET", "/components/{id}", a.getComponent},
+		{"POST", "/components/{id}", a.updateComponent},
+		{"GET", "/campaign-groups", a.listGroups("campaign")},
+		{"POST", "/campaign-groups", a.createGroup("campaign")},
+		{"GET", "/campaign-groups/{id}", a.getGroup("campaign")},
+		{"POST", "/campaign-groups/{id}", a.updateGroup("campaign")},
+		{"GET", "/transactional-groups", a.listGroups("transactional")},
+		{"POST", "/transactional-groups", a.createGroup("transactional")},
+		{"GET", "/transactional-groups/{id}", a.getGroup("transactional")},
+		{"POST", "/transactional-groups/{id}", a.updateGroup("transactional")},
+		{"POST", "/uploads", a.createUpload},
+		{"POST", "/uploads/{id}/complete", a.completeUpload},
 	})
 }
