@@ -202,7 +202,11 @@ type serveCmd struct {
 	SMTPRelay               string   `name:"smtp-relay" env:"LASSO_SMTP_RELAY" help:"Smarthost for outbound mail, e.g. smtp://user:pass@host:587."`
 	Outbound                string   `name:"outbound" env:"LASSO_OUTBOUND" enum:",relay,mx,capture" default:"" help:"Outbound path: relay, mx (direct delivery) or capture (local mailbox). Default: relay with --smtp-relay, capture otherwise."`
 	Hostname                string   `name:"hostname" env:"LASSO_HOSTNAME" help:"Our FQDN for SMTP EHLO (default: the public URL's host)."`
-	RateLimit               int      `name:"rate-limit" env:"LASSO_RATE_LIMIT" default:"10" help:"API requests per second per team (negative: no limit)."`
+	BounceAddr              string   `name:"bounce-addr" env:"LASSO_BOUNCE_ADDR" default:"127.0.0.1:2525" help:"SMTP listener for bounces and complaints at the return path (production: :25; \"off\" disables)."`
+	SMTPTLSCert             string   `name:"smtp-tls-cert" env:"LASSO_SMTP_TLS_CERT" help:"PEM certificate for SMTP STARTTLS (default: self-signed, generated into the data dir)."`
+	SMTPTLSKey              string   `name:"smtp-tls-key" env:"LASSO_SMTP_TLS_KEY" help:"PEM key for --smtp-tls-cert."`
+	DNSServer               string   `name:"dns-server" hidden:"" help:"DNS server (host:port) for domain verification (tests)."`
+	RateLimit               int      `name:"rate-limit" env:"LASSO_RATE_LIMIT" default:"10" help:"API requests per second per team (0: no limit)."`
 	SuppressionRemovalLimit int      `name:"suppression-removal-limit" env:"LASSO_SUPPRESSION_REMOVAL_LIMIT" default:"100" help:"Suppression removals per team per rolling 30 days."`
 	DedicatedIPs            []string `name:"dedicated-ip" env:"LASSO_DEDICATED_IPS" help:"Outbound IPs listed by GET /dedicated-sending-ips (repeat or comma-separate)."`
 }
@@ -212,6 +216,10 @@ func (s serveCmd) Run(e *env) error {
 	cfg.HTTPAddr, cfg.SMTPAddr, cfg.PublicURL, cfg.SMTPRelay = s.HTTPAddr, s.SMTPAddr, s.PublicURL, s.SMTPRelay
 	cfg.RateLimit, cfg.SuppressionRemovalLimit, cfg.DedicatedIPs = s.RateLimit, s.SuppressionRemovalLimit, s.DedicatedIPs
 	cfg.Outbound, cfg.Hostname = s.Outbound, s.Hostname
+	cfg.BounceAddr, cfg.SMTPTLSCert, cfg.SMTPTLSKey, cfg.DNSServer = s.BounceAddr, s.SMTPTLSCert, s.SMTPTLSKey, s.DNSServer
+	if s.RateLimit == 0 {
+		cfg.RateLimit = -1 // 0 on the command line: no limit
+	}
 	log := e.logger()
 	a, err := app.Open(e.ctx, cfg, log)
 	if err != nil {

@@ -33,6 +33,8 @@ import (
 	"github.com/lasso-mail/lasso/internal/queue"
 	"github.com/lasso-mail/lasso/internal/ratelimit"
 	"github.com/lasso-mail/lasso/internal/senders"
+	"github.com/lasso-mail/lasso/internal/smtpd"
+	"github.com/lasso-mail/lasso/internal/tracking"
 	"github.com/lasso-mail/lasso/internal/transactional"
 	"github.com/lasso-mail/lasso/internal/webhooks"
 )
@@ -68,6 +70,12 @@ type Config struct {
 	MXDisableTLS    bool
 	// SendRetrySchedule overrides the soft-bounce retry delays (tests).
 	SendRetrySchedule []time.Duration
+	// BounceAddr is the SMTP listener for bounces and complaints sent to the
+	// VERP return path (default 127.0.0.1:2525; production: :25). "off" disables.
+	BounceAddr string
+	// SMTPTLSCert and SMTPTLSKey are the submission certificate (PEM files);
+	// empty: a self-signed one generated into the data dir.
+	SMTPTLSCert, SMTPTLSKey string
 	// DNSServer (host:port), when set, answers the dashboard's domain
 	// verification lookups instead of the system resolver (tests, and a
 	// hidden --dns-server flag of serve).
@@ -83,6 +91,9 @@ func (c *Config) defaults() {
 	}
 	if c.SMTPAddr == "" {
 		c.SMTPAddr = "127.0.0.1:2587"
+	}
+	if c.BounceAddr == "" {
+		c.BounceAddr = "127.0.0.1:2525"
 	}
 	if c.RateLimit == 0 {
 		c.RateLimit = 10
@@ -114,7 +125,11 @@ type App struct {
 	// Dashboard is the web app mounted at /.
 	Dashboard *dashboard.Dashboard
 
-	workers *queue.Workers
+	workers        *queue.Workers
+	limiter        ratelimit.Limiter
+	trackingSigner *tracking.Signer
+	submission     *smtpd.Server
+	intake         *smtpd.Server
 
 	mu       sync.Mutex
 	httpSrv  *http.Server
@@ -191,6 +206,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Now:    cfg.Now,
 	})
 	a.Transactional = transactional.New(d, a.Content, a.Contacts, a.Emails, cfg.Now)
+	a.Content.SetPreviewSender(a.Emails)
+	a.limiter = ratelimit.New(d, cfg.RateLimit, cfg.Now)
+	if err := a.openTracking(ctx, sendWorker); err != nil {
+		d.Close()
+		return nil, err
+	}
 	a.API = httpapi.New(httpapi.Deps{
 		Transactional: a.Transactional,
 		Accounts:      a.Accounts,
@@ -317,6 +338,9 @@ func (a *App) Handler() http.Handler {
 	mux.Handle("/v1/", a.API)
 	mux.Handle("PUT /uploads/{id}", a.API.UploadHandler())
 	mux.Handle("GET /assets/{id}/{filename}", a.API.AssetHandler())
+	trackingHandler := tracking.Handler(tracking.Deps{Signer: a.trackingSigner, Recorder: a.Emails, Logger: a.Log})
+	mux.Handle("/t/", trackingHandler)
+	mux.Handle("/unsubscribe/", trackingHandler)
 	mux.Handle("/", a.Dashboard)
 	return mux
 }
@@ -336,9 +360,16 @@ func (a *App) Serve(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	if err := a.startSMTP(ctx); err != nil {
+		ln.Close()
+		_ = a.Queue.Stop(ctx)
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	a.Log.Info("lasso serving", slog.String("http", ln.Addr().String()), slog.String("public_url", a.PublicURL()), slog.String("database", string(a.DB.Dialect())))
+	a.Log.Info("lasso serving", slog.String("http", ln.Addr().String()), slog.String("public_url", a.PublicURL()),
+		slog.String("smtp_submission", a.SMTPAddr()), slog.String("bounce_intake", a.BounceAddr()),
+		slog.String("outbound", a.OutboundMode()), slog.String("database", string(a.DB.Dialect())))
 	a.Dashboard.LogSetupURL(ctx)
 
 	select {
@@ -352,8 +383,9 @@ func (a *App) Serve(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	herr := srv.Shutdown(sctx)
+	serr := a.stopSMTP(sctx)
 	qerr := a.Queue.Stop(sctx)
-	return errors.Join(herr, qerr)
+	return errors.Join(herr, serr, qerr)
 }
 
 // HTTPAddr returns the address the server listens on once Serve has started.

@@ -29,11 +29,16 @@ func (r staticRenderer) Render(_ context.Context, x *emails.Send) (*emails.Rende
 // enqueue records one send for to, as a transactional email.
 func enqueue(t *testing.T, s *server, to string) string {
 	t.Helper()
+	return enqueueSource(t, s, to, emails.SourceTransactional)
+}
+
+func enqueueSource(t *testing.T, s *server, to, source string) string {
+	t.Helper()
 	var id string
 	err := s.app.DB.InTx(context.Background(), func(tx db.Tx) error {
 		var err error
 		id, err = s.app.Emails.Enqueue(context.Background(), tx, emails.New{TeamID: s.team, Recipient: to,
-			SourceType: emails.SourceTransactional, SourceID: "tx1", SourceName: "Welcome"})
+			SourceType: source, SourceID: "src1", SourceName: "Welcome"})
 		return err
 	})
 	if err != nil {

@@ -105,3 +105,16 @@ func (s *Service) Lists(ctx context.Context, teamID string) ([]List, error) {
 	}
 	return out, rows.Err()
 }
+
+// GetListTx returns a list of the team in tx; apperr.NotFound if absent.
+func (s *Service) GetListTx(ctx context.Context, q db.Querier, teamID, id string) (List, error) {
+	var l List
+	var created int64
+	err := q.QueryRow(ctx, `SELECT id, team_id, name, description, is_public, created_at FROM mailing_lists WHERE id = $1 AND team_id = $2`, id, teamID).
+		Scan(&l.ID, &l.TeamID, &l.Name, &l.Description, &l.IsPublic, &created)
+	if errors.Is(err, db.ErrNoRows) {
+		return List{}, apperr.New(apperr.NotFound, "Mailing list not found.")
+	}
+	l.CreatedAt = time.UnixMilli(created).UTC()
+	return l, err
+}

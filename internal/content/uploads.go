@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -94,19 +93,7 @@ func (s *Service) uploadSecret(ctx context.Context) ([]byte, error) {
 	if k != nil {
 		return k, nil
 	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	if _, err := s.db.Exec(ctx, `INSERT INTO content_secrets (name, value, created_at) VALUES ('upload_signing', $1, $2) ON CONFLICT (name) DO NOTHING`,
-		hex.EncodeToString(b[:]), ms(s.now())); err != nil {
-		return nil, err
-	}
-	var v string
-	if err := s.db.QueryRow(ctx, `SELECT value FROM content_secrets WHERE name = 'upload_signing'`).Scan(&v); err != nil {
-		return nil, err
-	}
-	k, err := hex.DecodeString(v)
+	k, err := db.Secret(ctx, s.db, "upload_signing")
 	if err != nil {
 		return nil, err
 	}

@@ -148,10 +148,11 @@ func NewService(d db.DB, q Inserter, c *contacts.Service, a Announcer, now func(
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{db: d, queue: q, contacts: c, announce: a, now: now, renderers: map[string]Renderer{}}
+	return &Service{db: d, queue: q, contacts: c, announce: a, now: now, renderers: map[string]Renderer{SourcePreview: previewRenderer{}}}
 }
 
-// Register sets the renderer of a source type.
+// Register sets the renderer of a source type. Call it before the queue
+// starts working (the map is not guarded).
 func (s *Service) Register(sourceType string, r Renderer) { s.renderers[sourceType] = r }
 
 // Enqueue records a send and its job in tx. A suppressed recipient gets a

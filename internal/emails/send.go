@@ -28,6 +28,8 @@ type Worker struct {
 	BounceDomain func(fromDomain string) string
 	// Unsubscribe returns the List-Unsubscribe target of marketing mail.
 	Unsubscribe func(x *Send) *delivery.ListUnsubscribe
+	// Track rewrites the HTML of marketing mail for open and click tracking.
+	Track func(html string, x *Send) string
 }
 
 // NextRetry implements the soft-bounce schedule.
@@ -84,6 +86,9 @@ func (w *Worker) Work(ctx context.Context, job *queue.Job[SendArgs]) error {
 	}
 	if msg.Marketing && w.Unsubscribe != nil {
 		m.ListUnsubscribe = w.Unsubscribe(x)
+	}
+	if msg.Marketing && w.Track != nil {
+		m.HTML = w.Track(m.HTML, x)
 	}
 	raw, err := delivery.Compose(m)
 	if err != nil {

@@ -1,0 +1,186 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"net/smtp"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lasso-mail/lasso/internal/app"
+	"github.com/lasso-mail/lasso/internal/delivery/deliverytest"
+	"github.com/lasso-mail/lasso/internal/emails"
+	"github.com/lasso-mail/lasso/internal/testdb"
+)
+
+// serve runs App.Serve (HTTP, SMTP submission, bounce intake, workers) on
+// free loopback ports, relaying to sink.
+func serve(t *testing.T, url string, sink *deliverytest.Sink) *app.App {
+	t.Helper()
+	a, err := app.Open(context.Background(), app.Config{DatabaseURL: url, DataDir: t.TempDir(), RateLimit: -1, PublicURL: "https://lasso.test",
+		HTTPAddr: "127.0.0.1:0", SMTPAddr: "127.0.0.1:0", BounceAddr: "127.0.0.1:0", Hostname: "mta.lasso.test",
+		SMTPRelay: "smtp://" + sink.Addr + "?tls=none"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		a.Close()
+	})
+	for a.HTTPAddr() == nil || a.BounceAddr() == "" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return a
+}
+
+// submit sends one message over SMTP submission with STARTTLS and AUTH PLAIN.
+func submit(t *testing.T, addr, key, body string) error {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Hello("client.test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartTLS(&tls.Config{InsecureSkipVerify: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Auth(smtp.PlainAuth("", "loops", key, "127.0.0.1")); err != nil {
+		return err
+	}
+	if err := c.Mail("app@client.test"); err != nil {
+		return err
+	}
+	if err := c.Rcpt("ignored@client.test"); err != nil {
+		return err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "From: app@client.test\r\nTo: ignored@client.test\r\nSubject: x\r\nContent-Type: text/plain\r\n\r\n%s\r\n", body)
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+func TestSMTPSubmissionAndBounceIntake(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		sink := deliverytest.NewSink(t)
+		a := serve(t, url, sink)
+		ctx := context.Background()
+		team, _ := a.Accounts.EnsureTeam(ctx, "Acme")
+		key, _, _ := a.Accounts.CreateKey(ctx, team.ID, "smtp")
+		if _, err := a.Senders.Add(ctx, team.ID, "example.com", true); err != nil {
+			t.Fatal(err)
+		}
+		s := &server{app: a, url: "http://" + a.HTTPAddr().String(), key: key, team: team.ID}
+		id := publishTemplate(t, s, "Confirm", `<Paragraph>Confirm: {data.confirmationUrl}</Paragraph>`, `{}`)
+
+		body := fmt.Sprintf(`{"transactionalId": %q, /* recipient */ "email": "dan@example.org", "dataVariables": {"confirmationUrl": "https://myapp.test/confirm/1"}}`, id)
+		if err := submit(t, a.SMTPAddr(), key, body); err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+		m := sink.WaitMessages(t, 1, 15*time.Second)[0]
+		if m.To[0] != "dan@example.org" || !bytes.Contains(m.Data, []byte("https://myapp.test/confirm/1")) {
+			t.Fatalf("relayed %v %.200s", m.To, m.Data)
+		}
+		// Errors are SMTP replies carrying the HTTP error's message.
+		err := submit(t, a.SMTPAddr(), key, fmt.Sprintf(`{"transactionalId": %q, "email": "dan@example.org"}`, id))
+		if err == nil || !strings.Contains(err.Error(), "550") || !strings.Contains(err.Error(), "dataVariables") {
+			t.Fatalf("missing variables: %v", err)
+		}
+		if err := submit(t, a.SMTPAddr(), "lso_wrong", body); err == nil || !strings.Contains(err.Error(), "535") {
+			t.Fatalf("bad key: %v", err)
+		}
+
+		// A DSN for that send arrives at the return path: hard bounce.
+		sendID := strings.TrimSuffix(strings.TrimPrefix(m.From, "bounce+"), "@bounces.example.com")
+		dsn, err := os.ReadFile("../bounce/testdata/corpus/mail/lhost-postfix-04.eml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dsn = bytes.ReplaceAll(dsn, []byte("kijitora@example.co.jp"), []byte("dan@example.org"))
+		if err := smtp.SendMail(a.BounceAddr(), nil, "", []string{m.From}, dsn); err != nil {
+			t.Fatalf("bounce intake: %v", err)
+		}
+		waitStatus(t, s, sendID, emails.StatusHardBounced)
+		if err := smtp.SendMail(a.BounceAddr(), nil, "", []string{"postmaster@example.com"}, dsn); err == nil {
+			t.Fatal("intake accepted a non-VERP recipient")
+		}
+	})
+}
+
+// marketingRenderer renders marketing mail with two links.
+type marketingRenderer struct{}
+
+func (marketingRenderer) Render(_ context.Context, x *emails.Send) (*emails.Rendered, error) {
+	return &emails.Rendered{FromName: "Acme", FromEmail: "news@example.com", Subject: "News", Marketing: true,
+		HTML: `<html><body><p><a href="https://acme.test/post?id=1">Read</a> <a href="mailto:x@acme.test">Mail us</a></p></body></html>`,
+		Text: "Read https://acme.test/post?id=1"}, nil
+}
+
+func TestTrackingAndOneClickUnsubscribe(t *testing.T) {
+	sink := deliverytest.NewSink(t)
+	a := serve(t, testdb.URL(t, "sqlite"), sink)
+	ctx := context.Background()
+	team, _ := a.Accounts.EnsureTeam(ctx, "Acme")
+	key, _, _ := a.Accounts.CreateKey(ctx, team.ID, "k")
+	s := &server{app: a, url: "http://" + a.HTTPAddr().String(), key: key, team: team.ID}
+	a.Emails.Register(emails.SourceCampaign, marketingRenderer{})
+	expect(t, s.do(t, "POST", "/api/v1/contacts/create", `{"email":"reader@example.org"}`), 200)
+	id := enqueueSource(t, s, "reader@example.org", emails.SourceCampaign)
+	waitStatus(t, s, id, emails.StatusDelivered)
+	raw := string(sink.WaitMessages(t, 1, 10*time.Second)[0].Data)
+	raw = strings.ReplaceAll(raw, "=\r\n", "")
+	raw = strings.ReplaceAll(raw, "=3D", "=")
+	if !strings.Contains(raw, "List-Unsubscribe-Post: List-Unsubscribe=One-Click") {
+		t.Fatal("no one-click header")
+	}
+	unsub := regexp.MustCompile(`List-Unsubscribe: <([^>]+)>`).FindStringSubmatch(raw)
+	click := regexp.MustCompile(`href="(` + regexp.QuoteMeta(a.PublicURL()) + `/t/c/[^"]+)"`).FindStringSubmatch(raw)
+	pixel := regexp.MustCompile(`src="(` + regexp.QuoteMeta(a.PublicURL()) + `/t/o/[^"]+)"`).FindStringSubmatch(raw)
+	if unsub == nil || click == nil || pixel == nil || !strings.Contains(raw, `href="mailto:x@acme.test"`) {
+		t.Fatalf("tracking not applied:\n%s", raw)
+	}
+	base := "http://" + a.HTTPAddr().String()
+	fix := func(u string) string { return strings.Replace(strings.ReplaceAll(u, "&amp;", "&"), a.PublicURL(), base, 1) }
+	res, err := http.Get(fix(pixel[1]))
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("pixel: %v %v", err, res)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err = noRedirect.Get(fix(click[1]))
+	if err != nil || res.StatusCode != 302 || res.Header.Get("Location") != "https://acme.test/post?id=1" {
+		t.Fatalf("click: %v %v", err, res)
+	}
+	x, _ := a.Emails.Get(ctx, a.DB, id)
+	h := statuses(t, s, id)
+	if !strings.Contains(h, "opened") || !strings.Contains(h, "clicked") {
+		t.Fatalf("history %s (%s)", h, x.Status)
+	}
+	// GET never unsubscribes (mail clients prefetch); the RFC 8058 POST does.
+	res, _ = http.Get(fix(unsub[1]))
+	res.Body.Close()
+	expect(t, s.do(t, "GET", "/api/v1/contacts/find?email=reader%40example.org", ""), 200, `"subscribed":true`)
+	res, err = http.Post(fix(unsub[1]), "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("one-click: %v %v", err, res)
+	}
+	expect(t, s.do(t, "GET", "/api/v1/contacts/find?email=reader%40example.org", ""), 200, `"subscribed":false`)
+}
