@@ -159,7 +159,9 @@ func TestTrackingAndOneClickUnsubscribe(t *testing.T) {
 		t.Fatalf("tracking not applied:\n%s", raw)
 	}
 	base := "http://" + a.HTTPAddr().String()
-	fix := func(u string) string { return strings.Replace(strings.ReplaceAll(u, "&amp;", "&"), a.PublicURL(), base, 1) }
+	fix := func(u string) string {
+		return strings.Replace(strings.ReplaceAll(u, "&amp;", "&"), a.PublicURL(), base, 1)
+	}
 	res, err := http.Get(fix(pixel[1]))
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("pixel: %v %v", err, res)
