@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lasso-mail/lasso/internal/apperr"
 	"github.com/lasso-mail/lasso/internal/lmx"
@@ -475,7 +476,19 @@ func TestPreview(t *testing.T) {
 		msg := str(t, r, "draftEmailMessageId")
 		path := "/api/v1/email-messages/" + msg + "/preview"
 		expect(t, s.do(t, "POST", "/api/v1/email-messages/"+msg, `{"subject":"Hello {data.name}","fromEmail":"hi","lmx":"<Paragraph>Code {data.code}</Paragraph>"}`), 200)
-		expect(t, s.do(t, "POST", path, `{"emails":["a@b.co"]}`), 501)
+		// Wired to the real outbound path: the preview lands in the capture mailbox.
+		expect(t, s.do(t, "POST", path, `{"emails":["first@b.co"],"dataVariables":{"name":"Ada","code":"7"}}`), 200)
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			msgs, _ := s.app.Capture.List()
+			if len(msgs) == 1 && msgs[0].To[0] == "first@b.co" && msgs[0].Subject == "[Preview] Hello Ada" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("preview not delivered: %+v", msgs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 
 		sink := &previewSink{}
 		s.app.Content.SetPreviewSender(sink)
@@ -486,7 +499,7 @@ func TestPreview(t *testing.T) {
 		if len(sink.sent) != 1 || sink.sent[0] != "[a@b.co]|Hello Ada||hi@example.com|Code 42" {
 			t.Fatalf("sent %q", sink.sent)
 		}
-		emails := make([]string, 99)
+		emails := make([]string, 98)
 		for i := range emails {
 			emails[i] = fmt.Sprintf(`"u%d@b.co"`, i)
 		}
