@@ -101,6 +101,9 @@ func New(d db.DB, workers *Workers, cfg Config) (*Queue, error) {
 		FetchPollInterval: cfg.FetchPollInterval,
 		JobTimeout:        5 * time.Minute,
 		MaxAttempts:       25,
+		// A job still "running" this long after it started belonged to a
+		// node that died; another node runs it again (at least once).
+		RescueStuckJobsAfter: 15 * time.Minute,
 	}
 	q := &Queue{d: d, log: cfg.Logger}
 	for _, p := range cfg.Periodic {
@@ -224,6 +227,15 @@ func (q *Queue) Start(ctx context.Context) error {
 	}
 	var sub <-chan *river.Event
 	if q.sqlite != nil {
+		// SQLite runs one node, so a job left "running" can only belong to
+		// a process that crashed (kill -9, power loss): run it again now
+		// rather than after RescueStuckJobsAfter. Jobs are at-least-once;
+		// the send job checks its send's status before delivering.
+		if n, err := q.d.Exec(ctx, `UPDATE river_job SET state = 'available' WHERE state = 'running'`); err != nil {
+			return fmt.Errorf("rescue jobs: %w", err)
+		} else if n > 0 {
+			q.log.Warn("rescued jobs left running by a previous process", "jobs", n)
+		}
 		if q.outcomes != nil {
 			sub, q.stopSub = q.sqlite.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled, river.EventKindJobSnoozed)
 		}
