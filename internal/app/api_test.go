@@ -304,6 +304,12 @@ func TestAPIRateLimit(t *testing.T) {
 		if fmt.Sprint(codes) != "[200 200 200 429 429]" {
 			t.Fatalf("codes = %v", codes)
 		}
+		// Responses before authentication carry the headers too.
+		for _, r := range []resp{s.doKey(t, "lso_bad", "GET", "/api/v1/api-key", ""), s.do(t, "GET", "/api/v1/nowhere", ""), s.do(t, "PATCH", "/api/v1/lists", "")} {
+			if r.header.Get("x-ratelimit-limit") != "3" || r.header.Get("x-ratelimit-remaining") == "" {
+				t.Fatalf("%d without rate-limit headers: %v", r.status, r.header)
+			}
+		}
 		if url == "" || !strings.HasPrefix(url, "postgres") {
 			return
 		}

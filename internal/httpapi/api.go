@@ -146,6 +146,13 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.String("team", info.team), slog.Duration("duration", d))
 	}()
 	r.Body = http.MaxBytesReader(rec, r.Body, a.MaxBodyBytes)
+	// Every response carries the rate-limit headers; before the key is
+	// known (401, 404, 405) they show the full allowance.
+	if lim := a.Limiter.Limit(); lim > 0 {
+		v := strconv.Itoa(lim)
+		w.Header().Set("x-ratelimit-limit", v)
+		w.Header().Set("x-ratelimit-remaining", v)
+	}
 	a.mux.ServeHTTP(rec, r)
 }
 

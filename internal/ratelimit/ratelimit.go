@@ -21,6 +21,8 @@ type Decision struct {
 // Limiter decides whether a team may make one more request now.
 type Limiter interface {
 	Allow(ctx context.Context, teamID string) (Decision, error)
+	// Limit is the requests per second per team (0: unlimited).
+	Limit() int
 }
 
 // New returns the limiter that fits d: shared counters on PostgreSQL, memory
@@ -39,6 +41,14 @@ func New(d db.DB, limit int, now func() time.Time) Limiter {
 }
 
 type unlimited struct{}
+
+func (unlimited) Limit() int { return 0 }
+
+// Limit implements Limiter.
+func (m *Memory) Limit() int { return m.limit }
+
+// Limit implements Limiter.
+func (p *Postgres) Limit() int { return p.limit }
 
 func (unlimited) Allow(context.Context, string) (Decision, error) {
 	return Decision{Limit: 0, Remaining: 0, Allowed: true}, nil
