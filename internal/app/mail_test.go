@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/smtp"
 	"os"
 	"regexp"
@@ -91,6 +92,14 @@ func TestSMTPSubmissionAndBounceIntake(t *testing.T) {
 		}
 		s := &server{app: a, url: "http://" + a.HTTPAddr().String(), key: key, team: team.ID}
 		id := publishTemplate(t, s, "Confirm", `<Paragraph>Confirm: {data.confirmationUrl}</Paragraph>`, `{}`)
+		rc := &receiver{}
+		hook := httptest.NewServer(http.HandlerFunc(rc.handler))
+		defer hook.Close()
+		ep, err := a.Webhooks.Set(ctx, team.ID, hook.URL, []string{"transactional.email.sent", "email.delivered", "email.hardBounced"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.secret = ep.Secret
 
 		body := fmt.Sprintf(`{"transactionalId": %q, /* recipient */ "email": "dan@example.org", "dataVariables": {"confirmationUrl": "https://myapp.test/confirm/1"}}`, id)
 		if err := submit(t, a.SMTPAddr(), key, body); err != nil {
@@ -101,7 +110,7 @@ func TestSMTPSubmissionAndBounceIntake(t *testing.T) {
 			t.Fatalf("relayed %v %.200s", m.To, m.Data)
 		}
 		// Errors are SMTP replies carrying the HTTP error's message.
-		err := submit(t, a.SMTPAddr(), key, fmt.Sprintf(`{"transactionalId": %q, "email": "dan@example.org"}`, id))
+		err = submit(t, a.SMTPAddr(), key, fmt.Sprintf(`{"transactionalId": %q, "email": "dan@example.org"}`, id))
 		if err == nil || !strings.Contains(err.Error(), "550") || !strings.Contains(err.Error(), "dataVariables") {
 			t.Fatalf("missing variables: %v", err)
 		}
@@ -123,6 +132,22 @@ func TestSMTPSubmissionAndBounceIntake(t *testing.T) {
 		if err := smtp.SendMail(a.BounceAddr(), nil, "", []string{"postmaster@example.com"}, dsn); err == nil {
 			t.Fatal("intake accepted a non-VERP recipient")
 		}
+		got := rc.wait(t, 3)
+		names := map[string]map[string]any{}
+		for _, g := range got {
+			if !g.valid {
+				t.Fatal("bad signature")
+			}
+			names[g.body["eventName"].(string)] = g.body
+		}
+		sent, hard := names["transactional.email.sent"], names["email.hardBounced"]
+		if sent == nil || names["email.delivered"] == nil || hard == nil {
+			t.Fatalf("webhooks: %v", names)
+		}
+		if sent["transactionalId"] != id || sent["transactionalName"] != "Welcome" || sent["email"].(map[string]any)["subject"] != "Confirm" ||
+			hard["sourceType"] != "transactional" || hard["email"].(map[string]any)["id"] != sendID {
+			t.Fatalf("payloads: %v / %v", sent, hard)
+		}
 	})
 }
 
@@ -143,6 +168,14 @@ func TestTrackingAndOneClickUnsubscribe(t *testing.T) {
 	key, _, _ := a.Accounts.CreateKey(ctx, team.ID, "k")
 	s := &server{app: a, url: "http://" + a.HTTPAddr().String(), key: key, team: team.ID}
 	a.Emails.Register(emails.SourceCampaign, marketingRenderer{})
+	rc := &receiver{}
+	hook := httptest.NewServer(http.HandlerFunc(rc.handler))
+	defer hook.Close()
+	ep, err := a.Webhooks.Set(ctx, team.ID, hook.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.secret = ep.Secret
 	expect(t, s.do(t, "POST", "/api/v1/contacts/create", `{"email":"reader@example.org"}`), 200)
 	id := enqueueSource(t, s, "reader@example.org", emails.SourceCampaign)
 	waitStatus(t, s, id, emails.StatusDelivered)
@@ -185,4 +218,29 @@ func TestTrackingAndOneClickUnsubscribe(t *testing.T) {
 		t.Fatalf("one-click: %v %v", err, res)
 	}
 	expect(t, s.do(t, "GET", "/api/v1/contacts/find?email=reader%40example.org", ""), 200, `"subscribed":false`)
+
+	// The webhooks of the whole story, signed, with the contract's keys.
+	want := []string{"contact.created", "campaign.email.sent", "email.delivered", "email.opened", "email.clicked", "contact.unsubscribed", "email.unsubscribed"}
+	got := rc.wait(t, len(want))
+	seen := map[string]map[string]any{}
+	for _, g := range got {
+		if !g.valid {
+			t.Fatalf("bad signature: %v", g.body)
+		}
+		seen[g.body["eventName"].(string)] = g.body
+	}
+	for _, ev := range want {
+		if seen[ev] == nil {
+			t.Fatalf("no %s webhook; got %v", ev, seen)
+		}
+	}
+	if b := seen["campaign.email.sent"]; b["campaignId"] != "src1" || b["campaignName"] != "Welcome" || b["email"].(map[string]any)["id"] != id || b["mailingLists"] == nil {
+		t.Fatalf("campaign.email.sent: %v", b)
+	}
+	for _, ev := range []string{"email.delivered", "email.opened", "email.clicked", "email.unsubscribed"} {
+		b := seen[ev]
+		if b["sourceType"] != "campaign" || b["campaignId"] != "src1" || b["contactIdentity"].(map[string]any)["email"] != "reader@example.org" {
+			t.Fatalf("%s: %v", ev, b)
+		}
+	}
 }
