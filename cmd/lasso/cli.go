@@ -15,6 +15,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/lasso-mail/lasso/internal/accounts"
 	"github.com/lasso-mail/lasso/internal/app"
 	"github.com/lasso-mail/lasso/internal/bounce"
 	"github.com/lasso-mail/lasso/internal/delivery"
@@ -127,6 +128,20 @@ func (e *env) logger() *slog.Logger {
 
 func (e *env) config() app.Config {
 	return app.Config{DataDir: e.g.DataDir, DatabaseURL: e.g.DatabaseURL}
+}
+
+// openTeam opens the app and finds the team an admin command names.
+func (e *env) openTeam(team string) (*app.App, accounts.Team, error) {
+	a, err := e.open(e.config())
+	if err != nil {
+		return nil, accounts.Team{}, err
+	}
+	t, err := a.Accounts.TeamByName(e.ctx, team)
+	if err != nil {
+		a.Close()
+		return nil, accounts.Team{}, err
+	}
+	return a, t, nil
 }
 
 // open opens the app for an admin command (quiet logs).
@@ -337,15 +352,11 @@ type listsCreateCmd struct {
 }
 
 func (l listsCreateCmd) Run(e *env) error {
-	a, err := e.open(e.config())
+	a, t, err := e.openTeam(l.Team)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	t, err := a.Accounts.TeamByName(e.ctx, l.Team)
-	if err != nil {
-		return err
-	}
 	list, err := a.Contacts.CreateList(e.ctx, t.ID, l.Name, l.Description, l.Public)
 	if err != nil {
 		return err
@@ -359,15 +370,11 @@ type listsListCmd struct {
 }
 
 func (l listsListCmd) Run(e *env) error {
-	a, err := e.open(e.config())
+	a, t, err := e.openTeam(l.Team)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	t, err := a.Accounts.TeamByName(e.ctx, l.Team)
-	if err != nil {
-		return err
-	}
 	lists, err := a.Contacts.Lists(e.ctx, t.ID)
 	if err != nil {
 		return err
@@ -436,15 +443,11 @@ type webhooksSetCmd struct {
 }
 
 func (w webhooksSetCmd) Run(e *env) error {
-	a, err := e.open(e.config())
+	a, t, err := e.openTeam(w.Team)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	t, err := a.Accounts.TeamByName(e.ctx, w.Team)
-	if err != nil {
-		return err
-	}
 	ep, err := a.Webhooks.Set(e.ctx, t.ID, w.URL, w.Events)
 	if err != nil {
 		return err
@@ -458,15 +461,11 @@ type webhooksShowCmd struct {
 }
 
 func (w webhooksShowCmd) Run(e *env) error {
-	a, err := e.open(e.config())
+	a, t, err := e.openTeam(w.Team)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	t, err := a.Accounts.TeamByName(e.ctx, w.Team)
-	if err != nil {
-		return err
-	}
 	ep, err := a.Webhooks.Get(e.ctx, a.DB, t.ID)
 	if err != nil {
 		return err
@@ -493,15 +492,11 @@ type webhooksTestCmd struct {
 }
 
 func (w webhooksTestCmd) Run(e *env) error {
-	a, err := e.open(e.config())
+	a, t, err := e.openTeam(w.Team)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	t, err := a.Accounts.TeamByName(e.ctx, w.Team)
-	if err != nil {
-		return err
-	}
 	if err := a.Webhooks.SendTest(e.ctx, t.ID); err != nil {
 		return err
 	}
@@ -514,15 +509,11 @@ type webhooksRotateCmd struct {
 }
 
 func (w webhooksRotateCmd) Run(e *env) error {
-	a, err := e.open(e.config())
+	a, t, err := e.openTeam(w.Team)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	t, err := a.Accounts.TeamByName(e.ctx, w.Team)
-	if err != nil {
-		return err
-	}
 	secret, err := a.Webhooks.RotateSecret(e.ctx, t.ID)
 	if err != nil {
 		return err
