@@ -221,6 +221,7 @@ type serveCmd struct {
 	SMTPTLSCert             string   `name:"smtp-tls-cert" env:"LASSO_SMTP_TLS_CERT" help:"PEM certificate for SMTP STARTTLS (default: self-signed, generated into the data dir)."`
 	SMTPTLSKey              string   `name:"smtp-tls-key" env:"LASSO_SMTP_TLS_KEY" help:"PEM key for --smtp-tls-cert."`
 	DNSServer               string   `name:"dns-server" hidden:"" help:"DNS server (host:port) for domain verification (tests)."`
+	BlobStore               string   `name:"blob-store" env:"LASSO_BLOB_STORE" help:"Where uploaded images live: empty for the data dir, or s3://ACCESS:SECRET@host[:port]/bucket[/prefix]?region=…&tls=… (prefer the env variable: flags show in ps)."`
 	RateLimit               int      `name:"rate-limit" env:"LASSO_RATE_LIMIT" default:"10" help:"API requests per second per team (0: no limit)."`
 	SuppressionRemovalLimit int      `name:"suppression-removal-limit" env:"LASSO_SUPPRESSION_REMOVAL_LIMIT" default:"100" help:"Suppression removals per team per rolling 30 days."`
 	DedicatedIPs            []string `name:"dedicated-ip" env:"LASSO_DEDICATED_IPS" help:"Outbound IPs listed by GET /dedicated-sending-ips (repeat or comma-separate)."`
@@ -232,6 +233,7 @@ func (s serveCmd) Run(e *env) error {
 	cfg.RateLimit, cfg.SuppressionRemovalLimit, cfg.DedicatedIPs = s.RateLimit, s.SuppressionRemovalLimit, s.DedicatedIPs
 	cfg.Outbound, cfg.Hostname = s.Outbound, s.Hostname
 	cfg.BounceAddr, cfg.SMTPTLSCert, cfg.SMTPTLSKey, cfg.DNSServer = s.BounceAddr, s.SMTPTLSCert, s.SMTPTLSKey, s.DNSServer
+	cfg.BlobStore = s.BlobStore
 	if s.RateLimit == 0 {
 		cfg.RateLimit = -1 // 0 on the command line: no limit
 	}

@@ -73,6 +73,10 @@ type Config struct {
 	// BounceAddr is the SMTP listener for bounces and complaints sent to the
 	// VERP return path (default 127.0.0.1:2525; production: :25). "off" disables.
 	BounceAddr string
+	// BlobStore selects where uploaded images live: "" is the data dir; an
+	// s3://ACCESS:SECRET@host/bucket/prefix?region=…&tls=… URL selects an
+	// S3-compatible bucket (nodes of a cluster don't share a disk).
+	BlobStore string
 	// SMTPTLSCert and SMTPTLSKey are the submission certificate (PEM files);
 	// empty: a self-signed one generated into the data dir.
 	SMTPTLSCert, SMTPTLSKey string
@@ -190,6 +194,19 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Emails.Schedule = cfg.SendRetrySchedule
 	sendWorker.Service = a.Emails
 	a.Events = events.New(d, a.Contacts, a.Queue, cfg.Now)
+	var blobs content.BlobStore = content.DirBlobs{Dir: filepath.Join(cfg.DataDir, "uploads")}
+	if cfg.BlobStore != "" {
+		s3, err := content.NewS3Blobs(cfg.BlobStore)
+		if err != nil {
+			d.Close()
+			return nil, err // never contains the secret
+		}
+		if err := s3.Check(ctx); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("blob store: %w", err)
+		}
+		blobs = s3
+	}
 	a.Content = content.New(d, content.Config{
 		PublicURL: a.PublicURL(),
 		Domains:   a.Senders,
@@ -201,7 +218,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 			}
 			return names, err
 		},
-		Blobs:  content.DirBlobs{Dir: filepath.Join(cfg.DataDir, "uploads")},
+		Blobs:  blobs,
 		Logger: log,
 		Now:    cfg.Now,
 	})
