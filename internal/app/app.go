@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lasso-mail/lasso/internal/accounts"
+	"github.com/lasso-mail/lasso/internal/audience"
 	"github.com/lasso-mail/lasso/internal/contacts"
 	"github.com/lasso-mail/lasso/internal/content"
 	"github.com/lasso-mail/lasso/internal/dashboard"
@@ -119,6 +120,8 @@ type App struct {
 	Events   *events.Service
 	Senders  *senders.Service
 	Content  *content.Service
+	// Audience counts audiences and stores segments (§5.13, §11).
+	Audience *audience.Service
 	Webhooks *webhooks.Service
 	Emails   *emails.Service
 	// Transactional sends transactional email over HTTP and SMTP.
@@ -194,6 +197,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Emails.Schedule = cfg.SendRetrySchedule
 	sendWorker.Service = a.Emails
 	a.Events = events.New(d, a.Contacts, a.Queue, cfg.Now)
+	a.Audience = audience.New(d, audience.Config{Now: cfg.Now})
 	var blobs content.BlobStore = content.DirBlobs{Dir: filepath.Join(cfg.DataDir, "uploads")}
 	if cfg.BlobStore != "" {
 		s3, err := content.NewS3Blobs(cfg.BlobStore)
@@ -240,6 +244,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		DedicatedIPs:  cfg.DedicatedIPs,
 		PublicURL:     a.PublicURL(),
 		Content:       a.Content,
+		Audience:      a.Audience,
 	})
 	a.Dashboard = dashboard.New(dashboard.Deps{DB: d, Accounts: a.Accounts, Contacts: a.Contacts, Senders: a.Senders,
 		Webhooks: a.Webhooks, Emails: a.Emails, Capture: a.Capture, Resolver: dashboard.Resolver(cfg.DNSServer),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lasso-mail/lasso/internal/accounts"
 	"github.com/lasso-mail/lasso/internal/apperr"
+	"github.com/lasso-mail/lasso/internal/audience"
 	"github.com/lasso-mail/lasso/internal/contacts"
 	"github.com/lasso-mail/lasso/internal/events"
 	"github.com/lasso-mail/lasso/internal/ratelimit"
@@ -44,6 +45,8 @@ type Deps struct {
 	PublicURL string
 	// Content serves the content API (issue 3).
 	Content *contentService
+	// Audience serves audience segments (§5.13).
+	Audience *audience.Service
 }
 
 // API serves the Loops-compatible API.

@@ -54,5 +54,13 @@ func (a *API) routes() {
 		{"POST", "/transactional-groups/{id}", a.updateGroup("transactional")},
 		{"POST", "/uploads", a.createUpload},
 		{"POST", "/uploads/{id}/complete", a.completeUpload},
+
+		// Audience segments and event patterns (audience_segments.go, event_patterns.go).
+		{"GET", "/audience-segments", a.listAudienceSegments},
+		{"POST", "/audience-segments", a.createAudienceSegment},
+		{"GET", "/audience-segments/{id}", a.getAudienceSegment},
+		{"GET", "/event-patterns", a.listEventPatterns},
+		{"GET", "/event-patterns/{id}", a.getEventPattern},
+		{"GET", "/event-patterns/by-name/{eventName...}", a.getEventPatternByName},
 	})
 }
