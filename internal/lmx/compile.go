@@ -251,9 +251,13 @@ const headCSS = `:root{color-scheme:light;supported-color-schemes:light}` +
 	`table,td{mso-table-lspace:0pt;mso-table-rspace:0pt}` +
 	`img{border:0;outline:none;text-decoration:none;-ms-interpolation-mode:bicubic}` +
 	`a[x-apple-data-detectors]{color:inherit!important;text-decoration:none!important}` +
+	// Narrower than the 600 px container (plus its margin): the container
+	// becomes fluid. Phone-sized: columns stack.
 	`@media only screen and (max-width:620px){` +
 	`.lx-outer{padding-left:0!important;padding-right:0!important}` +
 	`.lx-container{width:100%!important;max-width:100%!important}` +
+	`}` +
+	`@media only screen and (max-width:480px){` +
 	`.lx-body{padding-left:16px!important;padding-right:16px!important}` +
 	`.lx-col{display:block!important;width:100%!important;max-width:100%!important}` +
 	`.lx-gap{display:block!important;width:100%!important;height:16px!important}` +
