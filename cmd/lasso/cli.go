@@ -47,7 +47,7 @@ type cli struct {
 }
 
 type mailboxCmd struct {
-	List mailboxListCmd `cmd:"" help:"List captured messages, newest last."`
+	List mailboxListCmd `cmd:"" help:"List captured messages, newest first."`
 	Show mailboxShowCmd `cmd:"" help:"Print a captured message (raw RFC 5322)."`
 }
 

@@ -100,7 +100,8 @@ func TestTransactionalSend(t *testing.T) {
 		r := s.do(t, "POST", "/api/v1/transactional", fmt.Sprintf(`{"transactionalId":%q,"email":"c@example.org","dataVariables":{"name":"x"}}`, id))
 		expect(t, r, 400, `"message":"Missing required data variable(s): code"`, `"error":{"message":"Missing required data variable(s): code","path":"dataVariables"}`, `"transactionalId":"`+id+`"`)
 		expect(t, s.do(t, "POST", "/api/v1/transactional", fmt.Sprintf(`{"transactionalId":%q,"email":"c@example.org"}`, id)), 400, "dataVariables")
-		expect(t, s.do(t, "POST", "/api/v1/transactional", `{"transactionalId":"cll42l54f20i1la0lfooe3z12","email":"c@example.org"}`), 404)
+		expect(t, s.do(t, "POST", "/api/v1/transactional", `{"transactionalId":"cll42l54f20i1la0lfooe3z12","email":"c@example.org"}`), 404,
+			`"error":{"message":"Transactional email not found.","path":"transactionalId"}`)
 		expect(t, s.do(t, "POST", "/api/v1/transactional", fmt.Sprintf(`{"transactionalId":%q,"email":"not-an-email"}`, id)), 400)
 		expect(t, s.do(t, "POST", "/api/v1/transactional", `{"email":"c@example.org"}`), 400, "transactionalId")
 		expect(t, s.do(t, "POST", "/api/v1/transactional", fmt.Sprintf(`{"transactionalId":%q,"email":"c@example.org","dataVariables":{"code":null}}`, id)), 400)

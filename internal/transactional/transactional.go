@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -84,6 +85,11 @@ func (s *Service) Send(ctx context.Context, teamID string, req Request) (string,
 		return "", apperr.New(apperr.Invalid, "Invalid email address.").With("path", "email")
 	}
 	pub, err := s.templates.PublishedTransactional(ctx, teamID, req.TransactionalID)
+	if errors.Is(err, apperr.NotFound) {
+		// The contract's 404 body carries the nested error object.
+		msg := "Transactional email not found."
+		return "", apperr.New(apperr.NotFound, "%s", msg).With("error", map[string]any{"path": "transactionalId", "message": msg})
+	}
 	if err != nil {
 		return "", err
 	}
