@@ -221,6 +221,7 @@ type serveCmd struct {
 	SMTPTLSCert             string   `name:"smtp-tls-cert" env:"LASSO_SMTP_TLS_CERT" help:"PEM certificate for SMTP STARTTLS (default: self-signed, generated into the data dir)."`
 	SMTPTLSKey              string   `name:"smtp-tls-key" env:"LASSO_SMTP_TLS_KEY" help:"PEM key for --smtp-tls-cert."`
 	DNSServer               string   `name:"dns-server" hidden:"" help:"DNS server (host:port) for domain verification (tests)."`
+	SendConcurrency         int      `name:"send-concurrency" env:"LASSO_SEND_CONCURRENCY" default:"10" help:"Emails delivered at once per node."`
 	BlobStore               string   `name:"blob-store" env:"LASSO_BLOB_STORE" help:"Where uploaded images live: empty for the data dir, or s3://ACCESS:SECRET@host[:port]/bucket[/prefix]?region=…&tls=… (prefer the env variable: flags show in ps)."`
 	RateLimit               int      `name:"rate-limit" env:"LASSO_RATE_LIMIT" default:"10" help:"API requests per second per team (0: no limit)."`
 	SuppressionRemovalLimit int      `name:"suppression-removal-limit" env:"LASSO_SUPPRESSION_REMOVAL_LIMIT" default:"100" help:"Suppression removals per team per rolling 30 days."`
@@ -233,7 +234,7 @@ func (s serveCmd) Run(e *env) error {
 	cfg.RateLimit, cfg.SuppressionRemovalLimit, cfg.DedicatedIPs = s.RateLimit, s.SuppressionRemovalLimit, s.DedicatedIPs
 	cfg.Outbound, cfg.Hostname = s.Outbound, s.Hostname
 	cfg.BounceAddr, cfg.SMTPTLSCert, cfg.SMTPTLSKey, cfg.DNSServer = s.BounceAddr, s.SMTPTLSCert, s.SMTPTLSKey, s.DNSServer
-	cfg.BlobStore = s.BlobStore
+	cfg.BlobStore, cfg.SendConcurrency = s.BlobStore, s.SendConcurrency
 	if s.RateLimit == 0 {
 		cfg.RateLimit = -1 // 0 on the command line: no limit
 	}

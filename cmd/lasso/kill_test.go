@@ -212,22 +212,22 @@ func TestKillDuringBurst(t *testing.T) {
 			dups += c - 1
 		}
 	}
-	// The send jobs that were running at the kill (the restarted server
-	// reports how many it rescued) are the SMTP transactions in flight:
-	// each had started or finished its one SMTP transaction without its
-	// result being committed.
+	// Jobs left running at the kill are rescued by the restarted server
+	// (it logs how many).
 	logb, _ := os.ReadFile(logPath)
 	rescued := 0
 	if m := regexp.MustCompile(`rescued jobs left running by a previous process.*jobs=(\d+)`).FindSubmatch(logb); m != nil {
 		rescued, _ = strconv.Atoi(string(m[1]))
 	}
-	fmt.Printf("kill -9 burst: accepted=%d received=%d distinct=%d lost=%d duplicates=%d (send jobs in flight at the kill: %d; SMTP connections open: %d)\n",
+	fmt.Printf("kill -9 burst: accepted=%d received=%d distinct=%d lost=%d duplicates=%d (jobs rescued at restart: %d; SMTP connections open at the kill: %d)\n",
 		nAccepted.Load(), len(sink.Messages()), len(counts), lost, dups, rescued, inFlightAtKill)
 	if lost != 0 {
 		t.Fatalf("%d accepted sends were lost", lost)
 	}
-	if dups > rescued {
-		t.Fatalf("%d duplicates, more than the %d sends in flight", dups, rescued)
+	// At most --send-concurrency (10) SMTP transactions run at once, and a
+	// worker records each result before starting the next one.
+	if dups > 10 {
+		t.Fatalf("%d duplicates, more than the 10 SMTP transactions in flight", dups)
 	}
 	if nAccepted.Load() < total/2 {
 		t.Fatalf("only %d of %d accepted", nAccepted.Load(), total)

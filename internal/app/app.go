@@ -38,6 +38,7 @@ import (
 	"github.com/lasso-mail/lasso/internal/tracking"
 	"github.com/lasso-mail/lasso/internal/transactional"
 	"github.com/lasso-mail/lasso/internal/webhooks"
+	"github.com/lasso-mail/lasso/internal/workflows"
 )
 
 // Config is everything the product can be told at start.
@@ -69,6 +70,9 @@ type Config struct {
 	MXPort          int
 	MXAllowLoopback bool
 	MXDisableTLS    bool
+	// SendConcurrency is the number of emails delivered at once per node
+	// (default 10, the relay's connection limit).
+	SendConcurrency int
 	// SendRetrySchedule overrides the soft-bounce retry delays (tests).
 	SendRetrySchedule []time.Duration
 	// BounceAddr is the SMTP listener for bounces and complaints sent to the
@@ -97,6 +101,9 @@ func (c *Config) defaults() {
 	if c.SMTPAddr == "" {
 		c.SMTPAddr = "127.0.0.1:2587"
 	}
+	if c.SendConcurrency == 0 {
+		c.SendConcurrency = 10
+	}
 	if c.BounceAddr == "" {
 		c.BounceAddr = "127.0.0.1:2525"
 	}
@@ -122,8 +129,10 @@ type App struct {
 	Content  *content.Service
 	// Audience counts audiences and stores segments (§5.13, §11).
 	Audience *audience.Service
-	Webhooks *webhooks.Service
-	Emails   *emails.Service
+	// Workflows stores workflows and their graphs (§5.15, §5.16).
+	Workflows *workflows.Service
+	Webhooks  *webhooks.Service
+	Emails    *emails.Service
 	// Transactional sends transactional email over HTTP and SMTP.
 	Transactional *transactional.Service
 	Outbound      delivery.Transport
@@ -185,6 +194,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	queue.AddWorker(a.workers, sendWorker)
 
 	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry,
+		Queues:   map[string]int{emails.Queue: cfg.SendConcurrency},
 		Periodic: []queue.Periodic{{Interval: time.Hour, Args: func() queue.Args { return webhooks.PruneArgs{} }}}})
 	if err != nil {
 		d.Close()
@@ -233,6 +243,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		d.Close()
 		return nil, err
 	}
+	a.Workflows = workflows.New(d, workflows.Config{Messages: a.Content, Filters: a.Audience, Properties: a.Contacts, Now: cfg.Now})
 	a.API = httpapi.New(httpapi.Deps{
 		Transactional: a.Transactional,
 		Accounts:      a.Accounts,
@@ -245,6 +256,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		PublicURL:     a.PublicURL(),
 		Content:       a.Content,
 		Audience:      a.Audience,
+		Workflows:     a.Workflows,
 	})
 	a.Dashboard = dashboard.New(dashboard.Deps{DB: d, Accounts: a.Accounts, Contacts: a.Contacts, Senders: a.Senders,
 		Webhooks: a.Webhooks, Emails: a.Emails, Capture: a.Capture, Resolver: dashboard.Resolver(cfg.DNSServer),

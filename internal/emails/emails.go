@@ -54,6 +54,12 @@ const (
 	SourcePreview       = "preview"
 )
 
+// Queue is the job queue sends are worked on. Its worker count bounds the
+// SMTP transactions in flight (each worker runs one at a time, and records
+// its result before taking the next send), so a crash can re-send at most
+// that many emails.
+const Queue = "email"
+
 // SendArgs is the send job. Kind "email_send".
 type SendArgs struct {
 	SendID string `json:"send_id"`
@@ -189,7 +195,7 @@ func (s *Service) Enqueue(ctx context.Context, tx db.Tx, n New) (string, error) 
 		send := &Send{ID: id, TeamID: n.TeamID, ContactID: n.ContactID, Recipient: n.Recipient, SourceType: n.SourceType, SourceID: n.SourceID, SourceName: n.SourceName}
 		return id, s.emit(ctx, tx, send, "email.hardBounced")
 	}
-	return id, s.queue.InsertTx(ctx, tx, SendArgs{SendID: id}, &queue.InsertOpts{MaxAttempts: len(s.schedule()) + 1})
+	return id, s.queue.InsertTx(ctx, tx, SendArgs{SendID: id}, &queue.InsertOpts{Queue: Queue, MaxAttempts: len(s.schedule()) + 1})
 }
 
 func (s *Service) history(ctx context.Context, q db.Querier, sendID, status, detail string) error {

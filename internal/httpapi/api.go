@@ -47,6 +47,8 @@ type Deps struct {
 	Content *contentService
 	// Audience serves audience segments (§5.13).
 	Audience *audience.Service
+	// Workflows serves the workflow API (§5.15, §5.16).
+	Workflows *workflowsService
 }
 
 // API serves the Loops-compatible API.

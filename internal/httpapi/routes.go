@@ -62,5 +62,24 @@ func (a *API) routes() {
 		{"GET", "/event-patterns", a.listEventPatterns},
 		{"GET", "/event-patterns/{id}", a.getEventPattern},
 		{"GET", "/event-patterns/by-name/{eventName...}", a.getEventPatternByName},
+
+		// Workflows (issue 5; handlers in workflows.go).
+		{"GET", "/workflows", a.listWorkflows},
+		{"POST", "/workflows", a.createWorkflow},
+		{"GET", "/workflows/{id}", a.getWorkflow},
+		{"POST", "/workflows/{id}", a.updateWorkflow},
+		{"DELETE", "/workflows/{id}", a.deleteWorkflow},
+		{"POST", "/workflows/{id}/mailing-list", a.changeWorkflowList},
+		{"POST", "/workflows/{id}/nodes", a.createWorkflowNode},
+		{"GET", "/workflows/{id}/nodes/{nodeId}", a.getWorkflowNode},
+		{"POST", "/workflows/{id}/nodes/{nodeId}", a.updateWorkflowNode},
+		{"DELETE", "/workflows/{id}/nodes/{nodeId}", a.deleteWorkflowNode(false)},
+		{"DELETE", "/workflows/{id}/nodes/{nodeId}/recursive", a.deleteWorkflowNode(true)},
+		{"POST", "/workflows/{id}/nodes/{nodeId}/add-branch", a.addWorkflowBranch},
+		{"POST", "/workflows/{id}/nodes/{nodeId}/reroute", a.rerouteWorkflowNode},
+		// Lasso extensions (canonical /api/lasso/…; see workflows.go).
+		{"POST", "/lasso/workflows/{id}/start", a.setWorkflowStatus("start")},
+		{"POST", "/lasso/workflows/{id}/pause", a.setWorkflowStatus("pause")},
+		{"POST", "/lasso/workflows/{id}/resume", a.setWorkflowStatus("resume")},
 	})
 }

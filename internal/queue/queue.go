@@ -61,6 +61,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Periodic jobs are inserted every Interval by the elected leader node.
 	Periodic []Periodic
+	// Queues are extra named queues and their worker counts (jobs choose a
+	// queue with InsertOpts.Queue).
+	Queues map[string]int
 }
 
 // Periodic is a job run on a fixed interval.
@@ -114,6 +117,9 @@ func New(d db.DB, workers *Workers, cfg Config) (*Queue, error) {
 	if workers != nil {
 		rc.Workers = workers
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}}
+		for name, n := range cfg.Queues {
+			rc.Queues[name] = river.QueueConfig{MaxWorkers: n}
+		}
 		q.working = true
 	}
 	var err error
