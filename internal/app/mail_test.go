@@ -132,6 +132,20 @@ func TestSMTPSubmissionAndBounceIntake(t *testing.T) {
 		if err := smtp.SendMail(a.BounceAddr(), nil, "", []string{"postmaster@example.com"}, dsn); err == nil {
 			t.Fatal("intake accepted a non-VERP recipient")
 		}
+		// A complaint (ARF) arriving by SMTP for a second send.
+		if err := submit(t, a.SMTPAddr(), key, fmt.Sprintf(`{"transactionalId": %q, "email": "redacted@example.net", "dataVariables": {"confirmationUrl": "x"}}`, id)); err != nil {
+			t.Fatal(err)
+		}
+		m2 := sink.WaitMessages(t, 2, 15*time.Second)[1]
+		arf, err := os.ReadFile("../bounce/testdata/corpus/mail/arf-01.eml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := smtp.SendMail(a.BounceAddr(), nil, "", []string{m2.From}, arf); err != nil {
+			t.Fatalf("arf intake: %v", err)
+		}
+		waitStatus(t, s, strings.TrimSuffix(strings.TrimPrefix(m2.From, "bounce+"), "@bounces.example.com"), emails.StatusComplained)
+
 		got := rc.wait(t, 3)
 		names := map[string]map[string]any{}
 		for _, g := range got {

@@ -93,6 +93,12 @@ func TestTransactionalSend(t *testing.T) {
 		if !bytes.Contains(m.Data, []byte("Hi there")) {
 			t.Fatal("fallback not used")
 		}
+		// Unsubscribed contacts still get transactional email.
+		expect(t, s.do(t, "POST", "/api/v1/contacts/create", `{"email":"unsub@example.org","subscribed":false}`), 200)
+		expect(t, s.do(t, "POST", "/api/v1/transactional", fmt.Sprintf(`{"transactionalId":%q,"email":"unsub@example.org","dataVariables":{"code":"9"}}`, id)), 200)
+		if m := sink.WaitMessages(t, 3, 15*time.Second)[2]; m.To[0] != "unsub@example.org" {
+			t.Fatalf("third message went to %v", m.To)
+		}
 		// Not added to the audience without addToAudience.
 		expect(t, s.do(t, "GET", "/api/v1/contacts/find?email=bob%40example.org", ""), 200, `[]`)
 
