@@ -42,8 +42,13 @@ test-e2e: build ## dashboard browser tests (needs node and chromium)
 		cd e2e && LASSO_BIN=../$(BIN) node --test; \
 	else echo "test-e2e: node or e2e deps not found, skipped"; fi
 
-fuzz: ## run the fuzz targets for a minute each
-	$(GO) test -run='^$$' -fuzz=FuzzAPIRequest -fuzztime=60s -parallel=1 ./internal/app/
+FUZZTIME ?= 60s
+fuzz: ## run every fuzz target for FUZZTIME each (seeds are kept in testdata/fuzz and run by make test)
+	$(GO) test -run='^$$' -fuzz=FuzzAPIRequest -fuzztime=$(FUZZTIME) -parallel=1 ./internal/app/
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/lmx/
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/bounce/
+	$(GO) test -run='^$$' -fuzz=FuzzExtractJSON -fuzztime=$(FUZZTIME) ./internal/smtpd/
+	$(GO) test -run='^$$' -fuzz=FuzzRewrite -fuzztime=$(FUZZTIME) ./internal/tracking/
 
 bench: build ## load benchmark (see bench/README.md)
 	bash bench/run.sh
