@@ -58,6 +58,9 @@ type Config struct {
 	Now func() time.Time
 	// WebhookRetrySchedule overrides the webhook retry delays (tests).
 	WebhookRetrySchedule []time.Duration
+	// WorkflowTimerPoll, when > 0, caps how long (wall clock) a workflow
+	// timer's job sleeps before checking Now again (tests that move Now).
+	WorkflowTimerPoll time.Duration
 	// Outbound selects the outbound path: "relay" (needs SMTPRelay), "mx"
 	// (direct delivery) or "capture" (a local mailbox in the data dir). Empty:
 	// relay when SMTPRelay is set, capture otherwise.
@@ -131,8 +134,10 @@ type App struct {
 	Audience *audience.Service
 	// Workflows stores workflows and their graphs (§5.15, §5.16).
 	Workflows *workflows.Service
-	Webhooks  *webhooks.Service
-	Emails    *emails.Service
+	// Engine runs contacts through active workflows.
+	Engine   *workflows.Engine
+	Webhooks *webhooks.Service
+	Emails   *emails.Service
 	// Transactional sends transactional email over HTTP and SMTP.
 	Transactional *transactional.Service
 	Outbound      delivery.Transport
@@ -181,11 +186,16 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Contacts = contacts.New(d, contacts.Config{SuppressionRemovalLimit: cfg.SuppressionRemovalLimit}, cfg.Now)
 	a.Senders = senders.New(d, a.publicHost(), cfg.Now)
 
-	queue.AddWorker(a.workers, &eventWorker{})
+	eventW := &eventWorker{}
+	queue.AddWorker(a.workers, eventW)
+	stepWorker := &workflows.StepWorker{}
+	queue.AddWorker(a.workers, stepWorker)
 	webhookWorker := &webhooks.Worker{DB: d, Now: cfg.Now, Schedule: cfg.WebhookRetrySchedule}
 	queue.AddWorker(a.workers, webhookWorker)
 	pruneWorker := &webhooks.PruneWorker{}
 	queue.AddWorker(a.workers, pruneWorker)
+	recheckWorker := &dashboard.RecheckWorker{}
+	queue.AddWorker(a.workers, recheckWorker)
 	if err := a.openOutbound(); err != nil {
 		d.Close()
 		return nil, err
@@ -194,8 +204,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	queue.AddWorker(a.workers, sendWorker)
 
 	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry,
-		Queues:   map[string]int{emails.Queue: cfg.SendConcurrency},
-		Periodic: []queue.Periodic{{Interval: time.Hour, Args: func() queue.Args { return webhooks.PruneArgs{} }}}})
+		Queues: map[string]int{emails.Queue: cfg.SendConcurrency},
+		Periodic: []queue.Periodic{{Interval: time.Hour, Args: func() queue.Args { return webhooks.PruneArgs{} }},
+			{Interval: dashboard.RecheckInterval, Args: func() queue.Args { return dashboard.RecheckArgs{} }}}})
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -244,6 +255,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.Workflows = workflows.New(d, workflows.Config{Messages: a.Content, Filters: a.Audience, Properties: a.Contacts, Now: cfg.Now})
+	a.Engine = workflows.NewEngine(a.Workflows, d, workflows.EngineConfig{Queue: a.Queue, Emails: a.Emails, Audience: a.Audience,
+		Messages: a.Content, Contacts: a.Contacts, Events: a.Events, Now: cfg.Now, TimerPoll: cfg.WorkflowTimerPoll, Logger: log})
+	eventW.engine, stepWorker.Engine = a.Engine, a.Engine
+	a.Emails.Register(emails.SourceLoop, a.Engine)
 	a.API = httpapi.New(httpapi.Deps{
 		Transactional: a.Transactional,
 		Accounts:      a.Accounts,
@@ -259,8 +274,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Workflows:     a.Workflows,
 	})
 	a.Dashboard = dashboard.New(dashboard.Deps{DB: d, Accounts: a.Accounts, Contacts: a.Contacts, Senders: a.Senders,
-		Webhooks: a.Webhooks, Emails: a.Emails, Capture: a.Capture, Resolver: dashboard.Resolver(cfg.DNSServer),
+		Webhooks: a.Webhooks, Emails: a.Emails, Content: a.Content, Workflows: a.Workflows, Capture: a.Capture, Resolver: dashboard.Resolver(cfg.DNSServer),
 		PublicURL: a.PublicURL(), DataDir: cfg.DataDir, Logger: log, Now: cfg.Now})
+	recheckWorker.Dashboard = a.Dashboard
 	return a, nil
 }
 

@@ -37,11 +37,13 @@ import (
 
 	"github.com/lasso-mail/lasso/internal/accounts"
 	"github.com/lasso-mail/lasso/internal/contacts"
+	"github.com/lasso-mail/lasso/internal/content"
 	"github.com/lasso-mail/lasso/internal/db"
 	"github.com/lasso-mail/lasso/internal/delivery"
 	"github.com/lasso-mail/lasso/internal/emails"
 	"github.com/lasso-mail/lasso/internal/senders"
 	"github.com/lasso-mail/lasso/internal/webhooks"
+	"github.com/lasso-mail/lasso/internal/workflows"
 )
 
 //go:embed templates/*.html
@@ -58,6 +60,10 @@ type Deps struct {
 	Senders  *senders.Service
 	Webhooks *webhooks.Service
 	Emails   *emails.Service
+	// Content and Workflows back the read views of transactional emails
+	// and workflows (nil hides them).
+	Content   *content.Service
+	Workflows *workflows.Service
 	// Capture is the local mailbox (nil when mail goes out for real).
 	Capture *delivery.Capture
 	// Resolver answers the DNS lookups of domain verification (default

@@ -133,6 +133,28 @@ func (d *Dashboard) handleDomainVerify(w http.ResponseWriter, r *http.Request, u
 		d.serverError(w, r, err)
 		return
 	}
+	checks, verified, err := d.verifyDomain(ctx, u.TeamID, dom.ID, recs)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	if verified != nil {
+		dom.Verified = *verified
+	}
+	data := &domainPage{Page: d.page(r, dom.Domain, "domains"), Domain: dom, Records: checks, Checked: true, CheckedAt: d.now().UTC()}
+	if r.Header.Get("HX-Request") != "" {
+		d.renderFragment(w, r, http.StatusOK, "domain", "records", data)
+		return
+	}
+	d.render(w, r, http.StatusOK, "domain", data)
+}
+
+// verifyDomain looks up every record of a domain and stores the result:
+// the domain is verified when all are right, unverified when one is wrong
+// for sure; temporary DNS failures change nothing but the shown results
+// (verified is nil then). The Verify button and the periodic re-check
+// (RecheckDomains) both use it.
+func (d *Dashboard) verifyDomain(ctx context.Context, teamID, domainID string, recs []senders.Record) ([]recordCheck, *bool, error) {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	checks := make([]recordCheck, len(recs))
@@ -152,19 +174,10 @@ func (d *Dashboard) handleDomainVerify(w http.ResponseWriter, r *http.Request, u
 	if allOK || !temp {
 		verified = &allOK
 	}
-	if err := d.store.setDomainCheck(ctx, u.TeamID, dom.ID, verified, string(raw)); err != nil {
-		d.fail(w, r, err)
-		return
+	if err := d.store.setDomainCheck(ctx, teamID, domainID, verified, string(raw)); err != nil {
+		return nil, nil, err
 	}
-	if verified != nil {
-		dom.Verified = *verified
-	}
-	data := &domainPage{Page: d.page(r, dom.Domain, "domains"), Domain: dom, Records: checks, Checked: true, CheckedAt: d.now().UTC()}
-	if r.Header.Get("HX-Request") != "" {
-		d.renderFragment(w, r, http.StatusOK, "domain", "records", data)
-		return
-	}
-	d.render(w, r, http.StatusOK, "domain", data)
+	return checks, verified, nil
 }
 
 // checkRecord looks rec up and says whether what is published matches.

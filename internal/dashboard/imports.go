@@ -530,8 +530,7 @@ type rowResult struct {
 	err     error
 }
 
-// run imports every row with a few concurrent upserts (SQLite group-commits
-// them). A bad row is written to the error file and skipped; it never
+// run imports every row in batched transactions (contacts.UpsertBatch). A bad row is written to the error file and skipped; it never
 // stops the import.
 func (im *importer) run(ctx context.Context, j importJob, m mapping) error {
 	d := im.d
@@ -541,6 +540,14 @@ func (im *importer) run(ctx context.Context, j importJob, m mapping) error {
 	}
 	if _, err := d.deps.DB.Exec(ctx, `UPDATE csv_imports SET total_rows = $1 WHERE id = $2`, total, j.ID); err != nil {
 		return err
+	}
+	if d.deps.DB.Dialect() == db.SQLite {
+		// SQLite's default page cache (2 MB) makes every index insert of a
+		// big audience a read from the OS: give the writer connection room
+		// (it keeps this size; memory is only used as pages are touched).
+		if _, err := d.deps.DB.Exec(ctx, `PRAGMA cache_size = -65536`); err != nil {
+			return err
+		}
 	}
 	props, err := d.deps.Contacts.ListProperties(ctx, j.TeamID, false)
 	if err != nil {
@@ -568,34 +575,65 @@ func (im *importer) run(ctx context.Context, j importJob, m mapping) error {
 	}
 	_ = ew.Write(append([]string{"line", "reason"}, header...))
 
-	const workers = 8
-	jobs := make(chan rowResult, 256)
-	results := make(chan rowResult, 256)
+	// Rows go to the contacts service in batches of batchRows, each one
+	// transaction; a couple of batches are prepared while one is written.
+	const writers, batchRows = 2, 5000
+	batches := make(chan []rowResult, writers)
+	results := make(chan rowResult, batchRows)
 	var wg sync.WaitGroup
-	for range workers {
+	for range writers {
 		wg.Go(func() {
-			for rr := range jobs {
-				if rr.err == nil {
+			for chunk := range batches {
+				var ins []contacts.Upsert
+				var at []int
+				for i, rr := range chunk {
+					if rr.err != nil {
+						continue
+					}
 					in, perr := buildUpsert(rr.record, m, types)
 					if perr != nil {
-						rr.err = perr
-					} else {
-						res, uerr := d.deps.Contacts.Update(ctx, j.TeamID, in)
-						rr.err, rr.created = uerr, res.Created
+						chunk[i].err = perr
+						continue
 					}
+					ins = append(ins, in)
+					at = append(at, i)
 				}
-				results <- rr
+				res, err := d.deps.Contacts.UpsertBatch(ctx, j.TeamID, ins)
+				for k, i := range at {
+					if err != nil {
+						chunk[i].err = err
+						continue
+					}
+					chunk[i].err, chunk[i].created = res[k].Err, res[k].Created
+				}
+				for _, rr := range chunk {
+					results <- rr
+				}
 			}
 		})
 	}
 	var readErr error
 	go func() {
-		defer close(jobs)
+		defer close(batches)
 		line := int64(1)
+		chunk := make([]rowResult, 0, batchRows)
+		send := func() bool {
+			if len(chunk) == 0 {
+				return true
+			}
+			select {
+			case batches <- chunk:
+				chunk = make([]rowResult, 0, batchRows)
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
 		for {
 			rec, err := cr.Read()
 			line++
 			if err == io.EOF {
+				send()
 				return
 			}
 			rr := rowResult{line: line, record: rec}
@@ -603,13 +641,13 @@ func (im *importer) run(ctx context.Context, j importJob, m mapping) error {
 				var pe *csv.ParseError
 				if !errors.As(err, &pe) {
 					readErr = err
+					send()
 					return
 				}
 				rr.err = apperr.New(apperr.Invalid, "Unreadable CSV row: %v", pe.Err)
 			}
-			select {
-			case jobs <- rr:
-			case <-ctx.Done():
+			chunk = append(chunk, rr)
+			if len(chunk) == batchRows && !send() {
 				return
 			}
 		}

@@ -85,10 +85,10 @@ var funcs = template.FuncMap{
 		return fmt.Sprint(*p)
 	},
 	"statusClass": func(s string) string {
-		switch s {
+		switch strings.ToLower(s) {
 		case "ok", "delivered", "verified", "sent", "opened", "clicked", "done", "active", "subscribed":
 			return "ok"
-		case "pending", "queued", "deferred", "running", "checking":
+		case "pending", "queued", "deferred", "running", "checking", "draft", "paused":
 			return "wait"
 		}
 		return "bad"

@@ -37,6 +37,9 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST /lists/{id}", u(d.handleListUpdate))
 	mux.HandleFunc("POST /lists/{id}/delete", u(d.handleListDelete))
 
+	mux.HandleFunc("GET /properties", u(d.handleProperties))
+	mux.HandleFunc("POST /properties", u(d.handlePropertyCreate))
+
 	mux.HandleFunc("GET /contacts", u(d.handleContacts))
 	mux.HandleFunc("GET /contacts/{id}", u(d.handleContact))
 	mux.HandleFunc("POST /contacts/{id}/unsuppress", u(d.handleContactUnsuppress))
@@ -60,6 +63,16 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST /imports/{id}/start", u(d.handleImportStart))
 	mux.HandleFunc("GET /imports/{id}/progress", u(d.handleImportProgress))
 	mux.HandleFunc("GET /imports/{id}/errors.csv", u(d.handleImportErrors))
+
+	if d.deps.Content != nil {
+		mux.HandleFunc("GET /transactional", u(d.handleTransactionals))
+		mux.HandleFunc("GET /transactional/{id}", u(d.handleTransactional))
+		mux.HandleFunc("GET /transactional/{id}/html", u(d.handleTransactionalHTML))
+	}
+	if d.deps.Workflows != nil {
+		mux.HandleFunc("GET /workflows", u(d.handleWorkflows))
+		mux.HandleFunc("GET /workflows/{id}", u(d.handleWorkflow))
+	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		d.notFound(w, r)

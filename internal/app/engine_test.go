@@ -1,0 +1,240 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"mime"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lasso-mail/lasso/internal/app"
+	"github.com/lasso-mail/lasso/internal/delivery/deliverytest"
+	"github.com/lasso-mail/lasso/internal/events"
+	"github.com/lasso-mail/lasso/internal/testdb"
+	"github.com/lasso-mail/lasso/internal/workflows"
+)
+
+// testClock is a clock the test moves forward.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// engineServer is relayServer with a clock the test controls and workflow
+// timers that re-check it every 50 ms.
+func engineServer(t *testing.T, url string, clock *testClock) (*server, *deliverytest.Sink) {
+	t.Helper()
+	sink := deliverytest.NewSink(t)
+	s := start(t, url, func(c *app.Config) {
+		c.SMTPRelay = "smtp://" + sink.Addr + "?tls=none"
+		c.Hostname = "mta.lasso.test"
+		c.Now = clock.Now
+		c.WorkflowTimerPoll = 50 * time.Millisecond
+	})
+	dom, err := s.app.Senders.Add(context.Background(), s.team, "example.com", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishDKIM(t, s, deliverytest.NewDNS(t), dom)
+	return s, sink
+}
+
+// waitRuns polls the workflow's runs until ok accepts them.
+func waitRuns(t *testing.T, s *server, wfID, contactID string, what string, ok func([]*workflows.Run) bool) []*workflows.Run {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		runs, err := s.app.Engine.Runs(context.Background(), wfID, contactID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(runs) {
+			return runs
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			for _, r := range runs {
+				b.WriteString(r.ContactID + " " + r.Status + " at " + r.NodeID + "; ")
+			}
+			t.Fatalf("runs never became %s: %s", what, b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// eventsIdle waits until every events_recorded job has been worked.
+func eventsIdle(t *testing.T, s *server) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var n int
+		if err := s.app.DB.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'events_recorded' AND state <> 'completed'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events_recorded jobs still pending", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func allWaiting(n int) func([]*workflows.Run) bool {
+	return func(rs []*workflows.Run) bool {
+		if len(rs) != n {
+			return false
+		}
+		for _, r := range rs {
+			if r.Status != workflows.RunQueued || r.DueAt == nil {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func allDone(n int) func([]*workflows.Run) bool {
+	return func(rs []*workflows.Run) bool {
+		if len(rs) != n {
+			return false
+		}
+		for _, r := range rs {
+			if r.Status == workflows.RunQueued {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func TestWorkflowEngineEndToEnd(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		clock := &testClock{t: time.Now().UTC()}
+		s, sink := engineServer(t, url, clock)
+		ctx := context.Background()
+		expect(t, s.do(t, "POST", "/api/v1/contacts/properties", `{"name":"country","type":"string"}`), 200)
+
+		// EventTrigger "signup" → Timer 10 m → Branch [country = FR → Email → Exit | default → Exit].
+		c := newWorkflow(t, s, "Onboarding")
+		root := c.root()
+		c.call("POST", "/nodes/"+root, map[string]any{"payload": map[string]any{"typeName": "EventTrigger", "eventName": "signup"}}, 200)
+		tid := c.insert("after", "TimerAction", root)["id"].(string)
+		c.call("POST", "/nodes/"+tid, map[string]any{"payload": map[string]any{"amount": 10, "unit": "m"}}, 200)
+		bid := c.call("POST", "/nodes", map[string]any{"insertMode": "after", "nodeTypeName": "BranchNode", "fromNodeId": tid}, 200)["node"].(map[string]any)["id"].(string)
+		left := c.next(bid)[0]
+		c.call("POST", "/nodes/"+left, map[string]any{"payload": map[string]any{"audienceFilter": map[string]any{"match": "all",
+			"conditions": []any{map[string]any{"type": "property", "key": "country", "operator": "equals", "value": "FR"}}}}}, 200)
+		email := c.insert("between", "SendEmailAction", left, c.next(left)[0])
+		mid := email["emailMessageId"].(string)
+		msg := s.do(t, "GET", "/api/v1/email-messages/"+mid, "")
+		expect(t, msg, 200)
+		expect(t, s.do(t, "POST", "/api/v1/email-messages/"+mid, js(t, map[string]any{
+			"expectedRevisionId": msg.obj(t)["contentRevisionId"], "subject": "Welcome {contact.firstName}", "fromName": "Acme", "fromEmail": "hello",
+			"lmx":                      "<Paragraph>Hi {contact.firstName}, your plan is {event.plan}. Team: {event.team}</Paragraph>",
+			"eventPropertiesFallbacks": map[string]any{"team": "none"}})), 200)
+		expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/start", ""), 200, `"status":"Sending"`)
+
+		// Ann goes left (email), Bob right (nothing); both wait on the timer first.
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"signup","email":"ann@example.org","firstName":"Ann","country":"FR","eventProperties":{"plan":"pro"}}`), 200)
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"signup","email":"bob@example.org","firstName":"Bob","country":"DE","eventProperties":{"plan":"free"}}`), 200)
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"other","email":"cy@example.org"}`), 200)
+		waitRuns(t, s, c.id, "", "two waiting runs", allWaiting(2))
+		expect(t, s.do(t, "GET", "/api/v1/workflows/"+c.id, ""), 200)
+		time.Sleep(200 * time.Millisecond)
+		if n := len(sink.Messages()); n != 0 {
+			t.Fatalf("%d emails before the timer ended", n)
+		}
+
+		clock.Advance(11 * time.Minute)
+		m := sink.WaitMessages(t, 1, 15*time.Second)[0]
+		if m.To[0] != "ann@example.org" {
+			t.Fatalf("email to %v", m.To)
+		}
+		parsed, err := mail.ReadMessage(bytes.NewReader(m.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if subj, _ := new(mime.WordDecoder).DecodeHeader(parsed.Header.Get("Subject")); subj != "Welcome Ann" {
+			t.Fatalf("subject %q", subj)
+		}
+		html, text, _ := parts(t, parsed)
+		for _, body := range []string{html, text} {
+			if !strings.Contains(body, "Hi Ann, your plan is pro. Team: none") {
+				t.Fatalf("variables not filled in: %.400s", body)
+			}
+		}
+		found := s.do(t, "GET", "/api/v1/contacts/find?email=ann%40example.org", "")
+		expect(t, found, 200)
+		annID := found.body.([]any)[0].(map[string]any)["id"].(string)
+		runs := waitRuns(t, s, c.id, "", "done", allDone(2))
+		var annRun *workflows.Run
+		for _, r := range runs {
+			sent := false
+			for _, h := range r.History {
+				sent = sent || h.Result == workflows.StepSent
+			}
+			if r.Status != workflows.RunCompleted || sent != (r.ContactID == annID) {
+				t.Fatalf("run %s %s history %+v", r.ContactID, r.Status, r.History)
+			}
+			if r.ContactID == annID {
+				annRun = r
+			}
+		}
+
+		// Once per contact without reEligible, even if the job runs again.
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"signup","email":"ann@example.org","eventProperties":{"plan":"max"}}`), 200)
+		eventsIdle(t, s)
+		if err := s.app.Engine.Trigger(ctx, []events.Recorded{{EventID: annRun.EventID, TeamID: s.team, ContactID: annID, Name: "signup"}}); err != nil {
+			t.Fatal(err)
+		}
+		if rs, _ := s.app.Engine.Runs(ctx, c.id, annID); len(rs) != 1 {
+			t.Fatalf("%d runs for Ann without reEligible", len(rs))
+		}
+
+		// reEligible: Ann enters again, once per event.
+		expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/pause", ""), 200)
+		r := s.do(t, "GET", "/api/v1/workflows/"+c.id, "")
+		expect(t, r, 200)
+		c.wf = r.obj(t)
+		c.call("POST", "/nodes/"+root, map[string]any{"payload": map[string]any{"reEligible": true}}, 200)
+		expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/resume", ""), 200)
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"signup","email":"ann@example.org","eventProperties":{"plan":"max"}}`), 200)
+		again := waitRuns(t, s, c.id, annID, "two runs for Ann", func(rs []*workflows.Run) bool { return len(rs) == 2 && rs[1].DueAt != nil })
+		for range 2 {
+			if err := s.app.Engine.Trigger(ctx, []events.Recorded{{EventID: again[1].EventID, TeamID: s.team, ContactID: annID, Name: "signup"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.Advance(11 * time.Minute)
+		m = sink.WaitMessages(t, 2, 15*time.Second)[1]
+		if !bytes.Contains(m.Data, []byte("your plan is max")) {
+			t.Fatalf("second email: %.600s", m.Data)
+		}
+		waitRuns(t, s, c.id, "", "done", allDone(3))
+		time.Sleep(200 * time.Millisecond)
+		if n := len(sink.Messages()); n != 2 {
+			t.Fatalf("%d emails, want 2", n)
+		}
+		var queued int
+		if err := s.app.DB.QueryRow(ctx, `SELECT count(*) FROM sends WHERE source_type = 'loop' AND source_id = $1`, c.id).Scan(&queued); err != nil || queued != 2 {
+			t.Fatalf("%d loop sends (%v)", queued, err)
+		}
+	})
+}
