@@ -146,7 +146,8 @@ func TestSMTPSubmissionAndBounceIntake(t *testing.T) {
 		}
 		waitStatus(t, s, strings.TrimSuffix(strings.TrimPrefix(m2.From, "bounce+"), "@bounces.example.com"), emails.StatusComplained)
 
-		got := rc.wait(t, 3)
+		// Two sends (each sent + delivered) and one hard bounce.
+		got := rc.wait(t, 5)
 		names := map[string]map[string]any{}
 		for _, g := range got {
 			if !g.valid {
