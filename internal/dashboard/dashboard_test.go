@@ -388,8 +388,13 @@ func TestKeysListsWebhooks(t *testing.T) {
 	var got sync.WaitGroup
 	got.Add(1)
 	var once sync.Once
+	var idsMu sync.Mutex
+	var hookIDs []string
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("webhook-signature") != "" {
+			idsMu.Lock()
+			hookIDs = append(hookIDs, r.Header.Get("webhook-id"))
+			idsMu.Unlock()
 			once.Do(got.Done)
 		}
 	}))
@@ -418,6 +423,27 @@ func TestKeysListsWebhooks(t *testing.T) {
 			t.Fatal("delivery log does not show the delivery")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	// Retry from the log: delivered again with the same webhook-id.
+	m := regexp.MustCompile(`/webhooks/retry/(msg_[a-z0-9]+)`).FindStringSubmatch(b.get("/webhooks/log").body)
+	if m == nil {
+		t.Fatal("no retry button in the log")
+	}
+	want(t, b.post("/webhooks/retry/"+m[1], nil, "HX-Request", "true"), 200)
+	want(t, b.post("/webhooks/retry/msg_nope", nil, "HX-Request", "true"), 404)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		idsMu.Lock()
+		n := len(hookIDs)
+		same := n >= 2 && hookIDs[n-1] == m[1] && hookIDs[0] == m[1]
+		idsMu.Unlock()
+		if same {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retry not delivered with the same id: %v", hookIDs)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

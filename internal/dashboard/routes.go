@@ -51,6 +51,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST /webhooks/rotate", u(d.handleWebhookRotate))
 	mux.HandleFunc("POST /webhooks/test", u(d.handleWebhookTest))
 	mux.HandleFunc("GET /webhooks/log", u(d.handleWebhookLog))
+	mux.HandleFunc("POST /webhooks/retry/{id}", u(d.handleWebhookRetry))
 
 	mux.HandleFunc("GET /outbox", u(d.handleOutbox))
 	mux.HandleFunc("GET /outbox/{id}", u(d.handleSend))

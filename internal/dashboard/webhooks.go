@@ -158,7 +158,21 @@ func (d *Dashboard) handleWebhookLog(w http.ResponseWriter, r *http.Request, u *
 		d.serverError(w, r, err)
 		return
 	}
-	d.renderFragment(w, r, http.StatusOK, "webhooks", "log", &webhooksPage{Messages: msgs})
+	d.renderFragment(w, r, http.StatusOK, "webhooks", "log", &webhooksPage{Page: d.page(r, "Webhooks", "webhooks"), Messages: msgs})
+}
+
+// handleWebhookRetry handles "POST /webhooks/retry/{id}": one more delivery
+// of a message, with the same webhook-id.
+func (d *Dashboard) handleWebhookRetry(w http.ResponseWriter, r *http.Request, u *User) {
+	if err := d.deps.Webhooks.Retry(r.Context(), u.TeamID, r.PathValue("id")); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	if r.Header.Get("HX-Request") != "" {
+		d.handleWebhookLog(w, r, u)
+		return
+	}
+	redirect(w, r, withFlash("/webhooks", "The delivery was queued again."))
 }
 
 // capturedRow is a message of the local mailbox.

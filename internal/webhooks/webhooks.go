@@ -297,3 +297,20 @@ func (w *PruneWorker) Work(ctx context.Context, _ *queue.Job[PruneArgs]) error {
 	_, err := w.Service.Prune(ctx)
 	return err
 }
+
+// Retry queues one more delivery of a message of the team (the dashboard's
+// retry button), keeping its webhook-id. apperr.NotFound for another
+// team's or an expired message.
+func (s *Service) Retry(ctx context.Context, teamID, messageID string) error {
+	return s.db.InTx(ctx, func(tx db.Tx) error {
+		n, err := tx.Exec(ctx, `UPDATE webhook_messages SET status = 'pending', updated_at = $3 WHERE id = $1 AND team_id = $2`,
+			messageID, teamID, s.now().UnixMilli())
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return apperr.New(apperr.NotFound, "Webhook message not found.")
+		}
+		return s.queue.InsertTx(ctx, tx, DeliverArgs{MessageID: messageID, TeamID: teamID}, &queue.InsertOpts{MaxAttempts: 1})
+	})
+}
