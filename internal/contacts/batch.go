@@ -113,6 +113,7 @@ type newContact struct {
 	r         row
 	custom    map[string]stored
 	subscribe []string
+	trigger   bool // announce to the ChangeHook
 }
 
 func (b *batch) upsert(ctx context.Context, in Upsert, email string, err error) (Result, error) {
@@ -204,7 +205,7 @@ func (b *batch) upsert(ctx context.Context, in Upsert, email string, err error) 
 
 	id := ids.New()
 	b.inBatch[email] = true
-	b.pending = append(b.pending, newContact{id: id, r: r, custom: custom, subscribe: subscribe})
+	b.pending = append(b.pending, newContact{id: id, r: r, custom: custom, subscribe: subscribe, trigger: b.s.hooked(in)})
 	return Result{ID: id, Created: true}, nil
 }
 
@@ -303,6 +304,13 @@ func (b *batch) flush(ctx context.Context) error {
 				return fmt.Errorf("write list memberships: %w", err)
 			}
 			lvals, largs = b.renumber(lvals[n:], largs[4*n:], 4)
+		}
+	}
+	for _, c := range pending {
+		if c.trigger {
+			if err := b.s.hook.ContactChanged(ctx, tx, Change{TeamID: teamID, ContactID: c.id, Created: true, ListsAdded: c.subscribe, Source: c.r.source}); err != nil {
+				return err
+			}
 		}
 	}
 	if !b.announce {

@@ -94,6 +94,7 @@ type Service struct {
 	now      func() time.Time
 	cfg      Config
 	announce Announcer
+	hook     ChangeHook
 }
 
 // SetAnnouncer wires the webhook announcer (optional).
@@ -202,6 +203,9 @@ type Upsert struct {
 	// value resets the property.
 	Props        map[string]any
 	MailingLists map[string]bool
+	// NoTriggers keeps the change from the ChangeHook (workflow triggers),
+	// e.g. an import made with "trigger workflows" off.
+	NoTriggers bool
 }
 
 // Result tells what an upsert did.
@@ -331,6 +335,7 @@ func (s *Service) upsertTx(ctx context.Context, tx db.Tx, teamID string, in Upse
 		}
 		wasSubscribed = r.subscribed
 	}
+	oldRow := r
 	if in.UserID != "" {
 		uid := in.UserID
 		r.userID = &uid
@@ -428,6 +433,10 @@ func (s *Service) upsertTx(ctx context.Context, tx db.Tx, teamID string, in Upse
 		}
 	}
 
+	prev, err := s.prevValues(ctx, tx, in, created, id, custom, clear)
+	if err != nil {
+		return Result{}, err
+	}
 	if created {
 		id = ids.New()
 		_, err = tx.Exec(ctx, `INSERT INTO contacts (id, team_id, email, user_id, first_name, last_name, notes, source, subscribed, user_group, opt_in_status, created_at, updated_at)
@@ -495,6 +504,15 @@ func (s *Service) upsertTx(ctx context.Context, tx db.Tx, teamID string, in Upse
 		if err := s.emit(ctx, tx, teamID, ev, s.listPayload(ctx, tx, teamID, id, ch.id)); err != nil {
 			return Result{}, err
 		}
+	}
+	var added []string
+	for _, ch := range changes {
+		if ch.sub {
+			added = append(added, ch.id)
+		}
+	}
+	if err := s.announceChange(ctx, tx, teamID, id, in, created, oldRow, r, prev, custom, clear, defs, added); err != nil {
+		return Result{}, err
 	}
 	return Result{ID: id, Created: created}, nil
 }

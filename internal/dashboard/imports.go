@@ -62,8 +62,8 @@ type mapping struct {
 	// NewProps are properties to create before the import, by key → type.
 	NewProps map[string]string `json:"newProps"`
 	Lists    []string          `json:"lists"`
-	// TriggerWorkflows is recorded; workflows arrive with the automation
-	// issue.
+	// TriggerWorkflows lets the imported contacts start workflows (contact
+	// added, added to list, property changed); off, the import starts none.
 	TriggerWorkflows bool `json:"triggerWorkflows"`
 }
 
@@ -700,7 +700,7 @@ func (im *importer) run(ctx context.Context, j importJob, m mapping) error {
 // buildUpsert turns a row into a contact upsert through the mapping,
 // converting values to the property's type.
 func buildUpsert(rec []string, m mapping, types map[string]string) (contacts.Upsert, error) {
-	in := contacts.Upsert{Props: map[string]any{}}
+	in := contacts.Upsert{Props: map[string]any{}, NoTriggers: !m.TriggerWorkflows}
 	for i, key := range m.Columns {
 		if i >= len(rec) {
 			continue

@@ -272,10 +272,16 @@ func (e *Engine) Trigger(ctx context.Context, evs []events.Recorded) error {
 // inserts its first step job. It returns "" when the contact may not enter
 // (already ran a workflow it may enter once, or this run already exists).
 func (e *Engine) startRun(ctx context.Context, tx db.Tx, w *Workflow, contactID, eventID string) (string, error) {
+	return e.startRunKey(ctx, tx, w, contactID, eventID, eventID)
+}
+
+// startRunKey is startRun where occasion (the event id, or the id of the
+// contact change that triggered) makes a reEligible trigger's run key.
+func (e *Engine) startRunKey(ctx context.Context, tx db.Tx, w *Workflow, contactID, eventID, occasion string) (string, error) {
 	root := w.Node(w.RootNodeID)
 	key := contactID
 	if root.ReEligible {
-		key = contactID + ":" + eventID
+		key = contactID + ":" + occasion
 	} else {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM workflow_runs WHERE workflow_id = $1 AND contact_id = $2 LIMIT 1`, w.ID, contactID).Scan(&one)
