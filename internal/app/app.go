@@ -249,7 +249,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Logger: log,
 		Now:    cfg.Now,
 	})
-	a.Transactional = transactional.New(d, a.Content, a.Contacts, a.Emails, cfg.Now)
+	a.Transactional = transactional.New(d, a.Content, a.Contacts, a.Emails, a.Senders, cfg.Now)
 	a.Content.SetPreviewSender(a.Emails)
 	a.limiter = ratelimit.New(d, cfg.RateLimit, cfg.Now)
 	if err := a.openTracking(ctx, sendWorker); err != nil {

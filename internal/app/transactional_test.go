@@ -116,6 +116,15 @@ func TestTransactionalSend(t *testing.T) {
 		big := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 3<<20+512<<10))
 		expect(t, s.do(t, "POST", "/api/v1/transactional", fmt.Sprintf(`{"transactionalId":%q,"email":"c@example.org","dataVariables":{"code":"1"},"attachments":[{"filename":"a.bin","contentType":"application/octet-stream","data":%q}]}`, id, big)), 413)
 
+		// Mail leaves only from a verified sending domain.
+		if _, err := s.app.DB.Exec(context.Background(), `UPDATE sending_domains SET verified = FALSE WHERE domain = 'example.com'`); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, s.do(t, "POST", "/api/v1/transactional", fmt.Sprintf(`{"transactionalId":%q,"email":"c@example.org","dataVariables":{"code":"1"}}`, id)), 400, "not verified")
+		if _, err := s.app.DB.Exec(context.Background(), `UPDATE sending_domains SET verified = TRUE WHERE domain = 'example.com'`); err != nil {
+			t.Fatal(err)
+		}
+
 		// Idempotency under 50 concurrent duplicates: exactly one email.
 		var wg sync.WaitGroup
 		codes := make([]int, 50)

@@ -214,3 +214,12 @@ func (s *Service) SigningKeys(ctx context.Context, teamID, domain string) ([]del
 	}
 	return d.SigningKeys()
 }
+
+// IsVerified reports whether domain is a verified sending domain of the team.
+func (s *Service) IsVerified(ctx context.Context, teamID, domain string) (bool, error) {
+	d, err := s.ByDomain(ctx, teamID, domain)
+	if errors.Is(err, apperr.NotFound) {
+		return false, nil
+	}
+	return d.Verified, err
+}

@@ -30,6 +30,11 @@ type Templates interface {
 	PublishedTransactional(ctx context.Context, teamID, id string) (*content.Published, error)
 }
 
+// Domains tells whether a sending domain is verified.
+type Domains interface {
+	IsVerified(ctx context.Context, teamID, domain string) (bool, error)
+}
+
 // Attachment is a file sent with the email (data is base64).
 type Attachment struct {
 	Filename    string `json:"filename"`
@@ -62,15 +67,16 @@ type Service struct {
 	templates Templates
 	contacts  *contacts.Service
 	emails    *emails.Service
+	domains   Domains
 	now       func() time.Time
 }
 
 // New returns a Service and registers its renderer with the emails service.
-func New(d db.DB, t Templates, c *contacts.Service, e *emails.Service, now func() time.Time) *Service {
+func New(d db.DB, t Templates, c *contacts.Service, e *emails.Service, dom Domains, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Service{db: d, templates: t, contacts: c, emails: e, now: now}
+	s := &Service{db: d, templates: t, contacts: c, emails: e, domains: dom, now: now}
 	e.Register(emails.SourceTransactional, s)
 	return s
 }
@@ -92,6 +98,14 @@ func (s *Service) Send(ctx context.Context, teamID string, req Request) (string,
 	}
 	if err != nil {
 		return "", err
+	}
+	// Mail leaves only from a verified sending domain.
+	if at := strings.LastIndexByte(pub.FromEmail, '@'); at < 0 {
+		return "", apperr.New(apperr.Invalid, "This transactional email has no from address.")
+	} else if ok, err := s.domains.IsVerified(ctx, teamID, pub.FromEmail[at+1:]); err != nil {
+		return "", err
+	} else if !ok {
+		return "", apperr.New(apperr.Invalid, "The sending domain %s is not verified.", pub.FromEmail[at+1:])
 	}
 	vars, err := dataVariables(req.DataVariables)
 	if err != nil {
