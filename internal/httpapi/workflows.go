@@ -224,11 +224,7 @@ func (a *API) updateWorkflow(w http.ResponseWriter, r *http.Request, team accoun
 }
 
 func (a *API) deleteWorkflow(w http.ResponseWriter, r *http.Request, team accounts.Team) error {
-	m, err := contentBody(r, false, "expectedRevisionId", "confirmDelete")
-	if err != nil {
-		return err
-	}
-	rev, err := revision(m)
+	m, rev, err := revisedBody(r, "confirmDelete")
 	if err != nil {
 		return err
 	}
@@ -350,11 +346,7 @@ func (a *API) getWorkflowNode(w http.ResponseWriter, r *http.Request, team accou
 }
 
 func (a *API) updateWorkflowNode(w http.ResponseWriter, r *http.Request, team accounts.Team) error {
-	m, err := contentBody(r, false, "expectedRevisionId", "payload")
-	if err != nil {
-		return err
-	}
-	rev, err := revision(m)
+	m, rev, err := revisedBody(r, "payload")
 	if err != nil {
 		return err
 	}
@@ -408,11 +400,7 @@ func (a *API) deleteWorkflowNode(recursive bool) handlerFunc {
 }
 
 func (a *API) addWorkflowBranch(w http.ResponseWriter, r *http.Request, team accounts.Team) error {
-	m, err := contentBody(r, false, "expectedRevisionId")
-	if err != nil {
-		return err
-	}
-	rev, err := revision(m)
+	_, rev, err := revisedBody(r)
 	if err != nil {
 		return err
 	}
@@ -425,11 +413,7 @@ func (a *API) addWorkflowBranch(w http.ResponseWriter, r *http.Request, team acc
 }
 
 func (a *API) rerouteWorkflowNode(w http.ResponseWriter, r *http.Request, team accounts.Team) error {
-	m, err := contentBody(r, false, "expectedRevisionId", "newTargetNodeId")
-	if err != nil {
-		return err
-	}
-	rev, err := revision(m)
+	m, rev, err := revisedBody(r, "newTargetNodeId")
 	if err != nil {
 		return err
 	}
@@ -481,4 +465,15 @@ func (a *API) setWorkflowStatus(action string) handlerFunc {
 		writeJSON(w, http.StatusOK, a.workflowOut(wf))
 		return nil
 	}
+}
+
+// revisedBody decodes a body that must carry expectedRevisionId, plus the
+// other allowed keys.
+func revisedBody(r *http.Request, keys ...string) (map[string]any, *string, error) {
+	m, err := contentBody(r, false, append([]string{"expectedRevisionId"}, keys...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	rev, err := revision(m)
+	return m, rev, err
 }
