@@ -129,64 +129,9 @@ func (b *batch) upsert(ctx context.Context, in Upsert, email string, err error) 
 
 	// A new contact: validate everything before the first write.
 	r := row{email: email, source: "API", subscribed: true}
-	custom := map[string]stored{}
-	keys := make([]string, 0, len(in.Props))
-	for k := range in.Props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := in.Props[k]
-		switch k {
-		case "email", "userId":
-		case "firstName":
-			if r.firstName, err = optString(k, v); err != nil {
-				return Result{}, err
-			}
-		case "lastName":
-			if r.lastName, err = optString(k, v); err != nil {
-				return Result{}, err
-			}
-		case "notes":
-			if r.notes, err = optString(k, v); err != nil {
-				return Result{}, err
-			}
-		case "source":
-			p, err := optString(k, v)
-			if err != nil {
-				return Result{}, err
-			}
-			if p != nil && *p != "" {
-				r.source = *p
-			}
-		case "userGroup":
-			p, err := optString(k, v)
-			if err != nil {
-				return Result{}, err
-			}
-			if p != nil {
-				r.userGroup = *p
-			}
-		case "subscribed":
-			if v == nil {
-				continue
-			}
-			st, err := coerce(k, TypeBoolean, v)
-			if err != nil {
-				return Result{}, apperr.New(apperr.Invalid, "%s", err.Error())
-			}
-			r.subscribed = *st.num != 0
-		default:
-			typ, ok := b.defs[k]
-			if !ok || v == nil {
-				continue
-			}
-			st, err := coerce(k, typ, v)
-			if err != nil {
-				return Result{}, apperr.New(apperr.Invalid, "%s", err.Error())
-			}
-			custom[k] = st
-		}
+	custom, _, err := applyProps(&r, in, b.defs) // nothing to clear on a new contact
+	if err != nil {
+		return Result{}, err
 	}
 	var subscribe []string
 	for lid, on := range in.MailingLists {

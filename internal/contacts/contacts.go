@@ -342,78 +342,9 @@ func (s *Service) upsertTx(ctx context.Context, tx db.Tx, teamID string, in Upse
 	}
 
 	// Apply the body's properties.
-	custom := map[string]stored{}
-	clear := map[string]bool{}
-	keys := make([]string, 0, len(in.Props))
-	for k := range in.Props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := in.Props[k]
-		switch k {
-		case "email", "userId":
-			// Identifiers come through in.Email / in.UserID; a null userId clears it.
-			if k == "userId" && v == nil && in.UserID == "" {
-				r.userID = nil
-			}
-		case "firstName":
-			if r.firstName, err = optString(k, v); err != nil {
-				return Result{}, err
-			}
-		case "lastName":
-			if r.lastName, err = optString(k, v); err != nil {
-				return Result{}, err
-			}
-		case "notes":
-			if r.notes, err = optString(k, v); err != nil {
-				return Result{}, err
-			}
-		case "source":
-			p, err := optString(k, v)
-			if err != nil {
-				return Result{}, err
-			}
-			if p == nil || *p == "" {
-				r.source = "API"
-			} else {
-				r.source = *p
-			}
-		case "userGroup":
-			p, err := optString(k, v)
-			if err != nil {
-				return Result{}, err
-			}
-			r.userGroup = ""
-			if p != nil {
-				r.userGroup = *p
-			}
-		case "subscribed":
-			if v == nil {
-				continue
-			}
-			st, err := coerce(k, TypeBoolean, v)
-			if err != nil {
-				return Result{}, apperr.New(apperr.Invalid, "%s", err.Error())
-			}
-			r.subscribed = *st.num != 0
-		default:
-			typ, ok := defs[k]
-			if !ok {
-				// Keys that are not properties of the team are ignored, as the
-				// contract recommends (reserved names included).
-				continue
-			}
-			if v == nil {
-				clear[k] = true
-				continue
-			}
-			st, err := coerce(k, typ, v)
-			if err != nil {
-				return Result{}, apperr.New(apperr.Invalid, "%s", err.Error())
-			}
-			custom[k] = st
-		}
+	custom, clear, err := applyProps(&r, in, defs)
+	if err != nil {
+		return Result{}, err
 	}
 
 	// Validate lists before writing.
@@ -692,4 +623,86 @@ func (s *Service) Count(ctx context.Context, teamID string) (int64, error) {
 // FindTx returns the id of the team's contact with email, or "".
 func (s *Service) FindTx(ctx context.Context, q db.Querier, teamID, email string) (string, error) {
 	return lookupID(ctx, q, `SELECT id FROM contacts WHERE team_id = $1 AND email = $2`, teamID, strings.ToLower(email))
+}
+
+// applyProps applies the built-in fields of in.Props to r and returns the
+// custom property values to write and the custom properties to clear
+// (null). Keys that are not properties of the team are ignored.
+func applyProps(r *row, in Upsert, defs map[string]string) (map[string]stored, map[string]bool, error) {
+	var err error
+	custom := map[string]stored{}
+	clear := map[string]bool{}
+	keys := make([]string, 0, len(in.Props))
+	for k := range in.Props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := in.Props[k]
+		switch k {
+		case "email", "userId":
+			// Identifiers come through in.Email / in.UserID; a null userId clears it.
+			if k == "userId" && v == nil && in.UserID == "" {
+				r.userID = nil
+			}
+		case "firstName":
+			if r.firstName, err = optString(k, v); err != nil {
+				return nil, nil, err
+			}
+		case "lastName":
+			if r.lastName, err = optString(k, v); err != nil {
+				return nil, nil, err
+			}
+		case "notes":
+			if r.notes, err = optString(k, v); err != nil {
+				return nil, nil, err
+			}
+		case "source":
+			p, err := optString(k, v)
+			if err != nil {
+				return nil, nil, err
+			}
+			if p == nil || *p == "" {
+				r.source = "API"
+			} else {
+				r.source = *p
+			}
+		case "userGroup":
+			p, err := optString(k, v)
+			if err != nil {
+				return nil, nil, err
+			}
+			r.userGroup = ""
+			if p != nil {
+				r.userGroup = *p
+			}
+		case "subscribed":
+			if v == nil {
+				continue
+			}
+			st, err := coerce(k, TypeBoolean, v)
+			if err != nil {
+				return nil, nil, apperr.New(apperr.Invalid, "%s", err.Error())
+			}
+			r.subscribed = *st.num != 0
+		default:
+			typ, ok := defs[k]
+			if !ok {
+				// Keys that are not properties of the team are ignored, as the
+				// contract recommends (reserved names included).
+				continue
+			}
+			if v == nil {
+				clear[k] = true
+				continue
+			}
+			st, err := coerce(k, typ, v)
+			if err != nil {
+				return nil, nil, apperr.New(apperr.Invalid, "%s", err.Error())
+			}
+			custom[k] = st
+		}
+	}
+
+	return custom, clear, nil
 }
