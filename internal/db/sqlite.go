@@ -51,7 +51,7 @@ func sqliteDSN(path string, readOnly bool) string {
 }
 
 func openSQLite(ctx context.Context, path string) (*SQLiteDB, error) {
-	w, err := sql.Open("sqlite", sqliteDSN(path, false))
+	w, err := openCached("sqlite", sqliteDSN(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
@@ -63,7 +63,7 @@ func openSQLite(ctx context.Context, path string) (*SQLiteDB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", sqliteDSN(path, true))
+	r, err := openCached("sqlite", sqliteDSN(path, true))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
