@@ -23,6 +23,9 @@ type server struct {
 	url  string
 	key  string
 	team string
+	// stop shuts the server down (HTTP, queue, database) before the test
+	// ends, as a process exit would; idempotent.
+	stop func()
 }
 
 // start runs the whole app on dbURL behind a real loopback HTTP server.
@@ -40,12 +43,16 @@ func start(t *testing.T, dbURL string, mutate func(*app.Config)) *server {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		_ = a.Queue.Stop(context.Background())
-		a.Close()
-	})
-	s := &server{app: a, url: srv.URL}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			srv.Close()
+			_ = a.Queue.Stop(context.Background())
+			a.Close()
+		})
+	}
+	t.Cleanup(stop)
+	s := &server{app: a, url: srv.URL, stop: stop}
 	s.key, s.team = s.newKey(t, "Acme")
 	return s
 }

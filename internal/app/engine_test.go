@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/lasso-mail/lasso/internal/app"
+	"github.com/lasso-mail/lasso/internal/content"
 	"github.com/lasso-mail/lasso/internal/delivery/deliverytest"
 	"github.com/lasso-mail/lasso/internal/events"
+	"github.com/lasso-mail/lasso/internal/lmx"
 	"github.com/lasso-mail/lasso/internal/testdb"
 	"github.com/lasso-mail/lasso/internal/workflows"
 )
@@ -235,6 +237,146 @@ func TestWorkflowEngineEndToEnd(t *testing.T) {
 		var queued int
 		if err := s.app.DB.QueryRow(ctx, `SELECT count(*) FROM sends WHERE source_type = 'loop' AND source_id = $1`, c.id).Scan(&queued); err != nil || queued != 2 {
 			t.Fatalf("%d loop sends (%v)", queued, err)
+		}
+	})
+}
+
+// timerWorkflow builds and starts EventTrigger event → Timer 1 h → Email →
+// Exit, the email saying "{event.code} for {contact.firstName}".
+func timerWorkflow(t *testing.T, s *server, event string) *wfClient {
+	t.Helper()
+	c := newWorkflow(t, s, "Timer "+event)
+	root := c.root()
+	c.call("POST", "/nodes/"+root, map[string]any{"payload": map[string]any{"typeName": "EventTrigger", "eventName": event}}, 200)
+	tid := c.insert("after", "TimerAction", root)["id"].(string)
+	c.call("POST", "/nodes/"+tid, map[string]any{"payload": map[string]any{"amount": 1, "unit": "h"}}, 200)
+	mid := c.insert("after", "SendEmailAction", tid)["emailMessageId"].(string)
+	msg := s.do(t, "GET", "/api/v1/email-messages/"+mid, "")
+	expect(t, msg, 200)
+	expect(t, s.do(t, "POST", "/api/v1/email-messages/"+mid, js(t, map[string]any{
+		"expectedRevisionId": msg.obj(t)["contentRevisionId"], "subject": "Code {event.code}", "fromName": "Acme", "fromEmail": "hello",
+		"lmx": "<Paragraph>{event.code} for {contact.firstName}</Paragraph>"})), 200)
+	expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/start", ""), 200, `"status":"Sending"`)
+	return c
+}
+
+// A run waiting on a timer survives a restart of the server: the timer is
+// a durable scheduled job, and the run's state is in the database.
+func TestWorkflowTimerSurvivesRestart(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		clock := &testClock{t: time.Now().UTC()}
+		s, sink := engineServer(t, url, clock)
+		c := timerWorkflow(t, s, "trial")
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"ann@example.org","firstName":"Ann","eventProperties":{"code":"X42"}}`), 200)
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"bob@example.org","firstName":"Bob","eventProperties":{"code":"Y7"}}`), 200)
+		waitRuns(t, s, c.id, "", "two waiting runs", allWaiting(2))
+
+		// Half-way through the timer the process goes away.
+		clock.Advance(30 * time.Minute)
+		s.stop()
+		if n := len(sink.Messages()); n != 0 {
+			t.Fatalf("%d emails before the timer ended", n)
+		}
+
+		s2 := start(t, url, func(cfg *app.Config) {
+			cfg.SMTPRelay = "smtp://" + sink.Addr + "?tls=none"
+			cfg.Hostname = "mta.lasso.test"
+			cfg.Now = clock.Now
+			cfg.WorkflowTimerPoll = 50 * time.Millisecond
+		})
+		time.Sleep(300 * time.Millisecond) // the jobs run and snooze: the timer has 30 min to go
+		if n := len(sink.Messages()); n != 0 {
+			t.Fatalf("%d emails after the restart, before the timer ended", n)
+		}
+		if rs := waitRuns(t, s2, c.id, "", "still waiting", allWaiting(2)); rs[0].DueAt == nil {
+			t.Fatal("no due time")
+		}
+		clock.Advance(31 * time.Minute)
+		msgs := sink.WaitMessages(t, 2, 15*time.Second)
+		got := map[string]string{}
+		for _, m := range msgs {
+			got[m.To[0]] = string(m.Data)
+		}
+		for to, want := range map[string]string{"ann@example.org": "X42 for Ann", "bob@example.org": "Y7 for Bob"} {
+			if !strings.Contains(got[to], want) {
+				t.Fatalf("email to %s lacks %q: %.500s", to, want, got[to])
+			}
+		}
+		waitRuns(t, s2, c.id, "", "completed", func(rs []*workflows.Run) bool {
+			return len(rs) == 2 && rs[0].Status == workflows.RunCompleted && rs[1].Status == workflows.RunCompleted
+		})
+		time.Sleep(200 * time.Millisecond)
+		if n := len(sink.Messages()); n != 2 {
+			t.Fatalf("%d emails, want exactly 2", n)
+		}
+	})
+}
+
+// A contact deleted while it waits leaves the workflow at the timer's end
+// instead of failing the step for ever.
+func TestWorkflowContactDeletedMidRun(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		clock := &testClock{t: time.Now().UTC()}
+		s, sink := engineServer(t, url, clock)
+		c := timerWorkflow(t, s, "trial")
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"gone@example.org","eventProperties":{"code":"Z"}}`), 200)
+		waitRuns(t, s, c.id, "", "one waiting run", allWaiting(1))
+		expect(t, s.do(t, "POST", "/api/v1/contacts/delete", `{"email":"gone@example.org"}`), 200)
+		clock.Advance(2 * time.Hour)
+		rs := waitRuns(t, s, c.id, "", "exited", func(rs []*workflows.Run) bool { return len(rs) == 1 && rs[0].Status != workflows.RunQueued })
+		last := rs[0].History[len(rs[0].History)-1]
+		if rs[0].Status != workflows.RunExited || last.Detail != "contact deleted" {
+			t.Fatalf("run %s, last step %+v", rs[0].Status, last)
+		}
+		if n := len(sink.Messages()); n != 0 {
+			t.Fatalf("%d emails to a deleted contact", n)
+		}
+	})
+}
+
+// A workflow email is compiled once and reused while nothing it is built
+// from changes; a component or theme edit reaches the next send, even at
+// the same millisecond (the clock here never moves).
+func TestWorkflowMessageFollowsLibrary(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		clock := &testClock{t: time.Now().UTC()}
+		s, _ := engineServer(t, url, clock)
+		ctx := context.Background()
+		comp := s.do(t, "POST", "/api/v1/components", `{"name":"Sig","lmx":"<Paragraph>Sig one</Paragraph>"}`)
+		expect(t, comp, 201)
+		compID := comp.obj(t)["id"].(string)
+		c := newWorkflow(t, s, "Lib")
+		mid := c.insert("after", "SendEmailAction", c.root())["emailMessageId"].(string)
+		msg := s.do(t, "GET", "/api/v1/email-messages/"+mid, "")
+		expect(t, s.do(t, "POST", "/api/v1/email-messages/"+mid, js(t, map[string]any{
+			"expectedRevisionId": msg.obj(t)["contentRevisionId"], "subject": "S", "fromName": "Acme", "fromEmail": "hello",
+			"lmx": `<Paragraph>Hi</Paragraph><Component componentId="` + compID + `"/>`})), 200)
+		html := func() (string, *content.Published) {
+			t.Helper()
+			p, err := s.app.Content.WorkflowMessage(ctx, s.team, mid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, _ := p.Template.Render(&lmx.Values{}, &p.Fallbacks)
+			return h, p
+		}
+		h1, p1 := html()
+		if _, again := html(); again != p1 {
+			t.Fatal("unchanged message compiled again")
+		}
+		if !strings.Contains(h1, "Sig one") {
+			t.Fatalf("component missing: %.300s", h1)
+		}
+		expect(t, s.do(t, "POST", "/api/v1/components/"+compID, `{"lmx":"<Paragraph>Sig two</Paragraph>"}`), 200)
+		if h, _ := html(); !strings.Contains(h, "Sig two") {
+			t.Fatalf("component edit not in the next send: %.300s", h)
+		}
+		themes := s.do(t, "GET", "/api/v1/themes", "")
+		expect(t, themes, 200)
+		def := themes.obj(t)["data"].([]any)[0].(map[string]any)["id"].(string)
+		expect(t, s.do(t, "POST", "/api/v1/themes/"+def, `{"styles":{"backgroundColor":"#123456"}}`), 200)
+		if h, _ := html(); !strings.Contains(strings.ToLower(h), "#123456") {
+			t.Fatalf("theme edit not in the next send: %.300s", h)
 		}
 	})
 }

@@ -66,6 +66,7 @@ type Service struct {
 	preview  PreviewSender
 	ensured  map[string]bool       // teams whose default rows exist
 	compiled map[string]*Published // published message id → compiled
+	drafts   map[string]draftEntry // workflow message id → compiled (workflow_message.go)
 	secret   []byte                // upload signing key
 }
 
@@ -87,7 +88,7 @@ func New(d db.DB, cfg Config) *Service {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
-	return &Service{db: d, cfg: cfg, preview: cfg.Preview, ensured: map[string]bool{}, compiled: map[string]*Published{}}
+	return &Service{db: d, cfg: cfg, preview: cfg.Preview, ensured: map[string]bool{}, compiled: map[string]*Published{}, drafts: map[string]draftEntry{}}
 }
 
 // SetPreviewSender sets (or replaces) the preview sender.

@@ -309,7 +309,16 @@ func (e *Engine) startRunKey(ctx context.Context, tx db.Tx, w *Workflow, contact
 	if err != nil {
 		return "", fmt.Errorf("start run: %w", err)
 	}
-	return id, e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: id}, nil)
+	if w.Status != StatusSending {
+		// PausedAndQueueing: admitted, held by its step job until resumed.
+		return id, e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: id}, nil)
+	}
+	// A sending workflow walks the new run at once, in this transaction,
+	// up to its first timer or its end: no step job between the trigger
+	// and the first email.
+	r := &Run{ID: id, TeamID: w.TeamID, WorkflowID: w.ID, ContactID: contactID, NodeID: root.ID, Status: RunQueued,
+		EventID: eventID, History: []Step{{NodeID: root.ID, Type: root.Type, At: now, Result: StepEntered, Detail: eventID}}}
+	return id, e.advance(ctx, tx, w, r, fromMS(now))
 }
 
 var errStaleStep = errors.New("stale workflow step")
@@ -329,7 +338,7 @@ func (e *Engine) Step(ctx context.Context, a StepArgs) error {
 	if r.Status != RunQueued || r.Seq != a.Seq {
 		return nil
 	}
-	w, err := e.svc.Load(ctx, e.db, r.TeamID, r.WorkflowID)
+	w, err := e.svc.Graph(ctx, e.db, r.TeamID, r.WorkflowID)
 	if errors.Is(err, apperr.NotFound) {
 		return e.finish(ctx, r, a.Seq, RunCancelled, "workflow deleted")
 	}
@@ -424,9 +433,24 @@ func (k *walk) log(n *Node, result, detail string) {
 	k.r.History = append(k.r.History, Step{NodeID: n.ID, Type: n.Type, At: k.now, Result: result, Detail: detail})
 }
 
-// advance walks the run from its node; see Step.
+// errContactGone: the run's contact was deleted.
+var errContactGone = errors.New("contact deleted")
+
+// advance walks the run from its node; see Step. A run whose contact was
+// deleted exits.
 func (e *Engine) advance(ctx context.Context, tx db.Tx, w *Workflow, r *Run, nowT time.Time) error {
 	k := &walk{e: e, w: w, r: r, now: ms(nowT), segs: map[string]*audience.Filter{}}
+	err := k.advance(ctx, tx)
+	if errors.Is(err, errContactGone) {
+		r.Status, r.due = RunExited, nil
+		r.History = append(r.History, Step{NodeID: r.NodeID, At: k.now, Result: StepExited, Detail: "contact deleted"})
+		return e.save(ctx, tx, r, k.now)
+	}
+	return err
+}
+
+func (k *walk) advance(ctx context.Context, tx db.Tx) error {
+	e, w, r := k.e, k.w, k.r
 	end := func(n *Node, status, result, detail string) error {
 		r.Status, r.due = status, nil
 		if n != nil {
@@ -519,7 +543,9 @@ func (e *Engine) advance(ctx context.Context, tx db.Tx, w *Workflow, r *Run, now
 		}
 		r.NodeID = next
 	}
-	return fmt.Errorf("run %s: too many steps in one walk", r.ID)
+	// Unreachable with the graphs the API builds (no cycles); a run must
+	// not hold its batch of triggers hostage.
+	return end(nil, RunCancelled, StepCancelled, "too many steps in one walk")
 }
 
 // loadFacts loads the contact's facts once per walk, with the activity
@@ -543,6 +569,9 @@ func (k *walk) loadFacts(ctx context.Context) (*audience.ContactFacts, error) {
 		}
 	}
 	f, err := k.e.cfg.Audience.Facts(ctx, k.w.TeamID, k.r.ContactID, fs...)
+	if errors.Is(err, apperr.NotFound) {
+		return nil, errContactGone
+	}
 	if err != nil {
 		return nil, err
 	}

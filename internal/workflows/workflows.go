@@ -82,8 +82,9 @@ type Config struct {
 
 // Service manages workflows.
 type Service struct {
-	db  db.DB
-	cfg Config
+	db     db.DB
+	cfg    Config
+	graphs graphs
 }
 
 // New returns a Service.
@@ -710,39 +711,6 @@ func (s *Service) SetStatus(ctx context.Context, teamID, id, status string) (*Wo
 		return nil
 	})
 	return out, err
-}
-
-// Active lists the team's workflows that admit contacts (Sending or
-// PausedAndQueueing), with their graphs, oldest first: the engine matches
-// triggers against them.
-func (s *Service) Active(ctx context.Context, q db.Querier, teamID string) ([]*Workflow, error) {
-	rows, err := q.Query(ctx, `SELECT id FROM workflows WHERE team_id = $1 AND deleted_at IS NULL AND status IN ($2, $3) ORDER BY created_at, id`,
-		teamID, StatusSending, StatusPausedAndQueueing)
-	if err != nil {
-		return nil, fmt.Errorf("active workflows: %w", err)
-	}
-	var wfIDs []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		wfIDs = append(wfIDs, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]*Workflow, 0, len(wfIDs))
-	for _, id := range wfIDs {
-		w, err := s.Load(ctx, q, teamID, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, nil
 }
 
 // Resume moves a paused workflow back to Sending.
