@@ -29,6 +29,8 @@ func main() {
 	httpAddr := flag.String("http-addr", "127.0.0.1:8080", "API listen address")
 	pprofAddr := flag.String("pprof-addr", "127.0.0.1:6060", "pprof listen address")
 	rateLimit := flag.Int("rate-limit", -1, "API requests per second per team (negative: none)")
+	relay := flag.String("smtp-relay", "", "smtp://host:port?tls=none to relay outbound mail to (default: the capture mailbox)")
+	hostname := flag.String("hostname", "", "this server's host name (EHLO, Message-IDs)")
 	logLevel := flag.String("log-level", "info", "server log level (info logs one line per request, like lasso serve)")
 	flag.Parse()
 
@@ -39,7 +41,7 @@ func main() {
 	_ = lvl.UnmarshalText([]byte(*logLevel))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 
-	cfg := app.Config{DataDir: *dataDir, DatabaseURL: *dbURL, HTTPAddr: *httpAddr, RateLimit: *rateLimit}
+	cfg := app.Config{DataDir: *dataDir, DatabaseURL: *dbURL, HTTPAddr: *httpAddr, RateLimit: *rateLimit, SMTPRelay: *relay, Hostname: *hostname}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -11,6 +11,15 @@
 //	sendlat -url http://127.0.0.1:8080 -key KEY -sink-addr 127.0.0.1:2599 -setup -rate 200 -d 30s
 //	sendlat ... -rates 200,400,600,800 -d 15s    # step up until the sink falls behind
 //
+// With -mode workflow the load is POST /api/v1/events/send instead: -setup
+// creates and starts a workflow EventTrigger (an event name of its own) → SendEmailAction →
+// Exit, so every event starts a run that queues one email; with
+// -database-url (the server's database) sendlat also reads, for every
+// event, the delay from the event being stored to its email being queued
+// (sends.created_at − events.created_at, both stamped by the server).
+//
+//	sendlat ... -mode workflow -setup -database-url ./data/lasso.db -rate 1000 -d 20s
+//
 // Sends are paced open-loop (one goroutine per scheduled send, at most -c in
 // flight), so a slow API shows up as a lower achieved send rate rather than
 // being hidden by coordinated omission.
@@ -37,6 +46,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/lasso-mail/lasso/internal/db"
 )
 
 // sink is an SMTP server that records when each recipient's message arrived.
@@ -150,6 +161,88 @@ func setup(ctx context.Context, c *client, fromDomainUser string) (string, error
 	return te.ID, nil
 }
 
+// setupWorkflow creates and starts a workflow that sends one email per
+// event and returns its id.
+func setupWorkflow(ctx context.Context, c *client, fromDomainUser, event string) (string, error) {
+	var wf struct {
+		ID         string `json:"id"`
+		RootNodeID string `json:"rootNodeId"`
+		Revision   string `json:"workflowRevisionId"`
+	}
+	if _, err := c.do(ctx, "POST", "/api/v1/workflows", map[string]any{"name": "sendlat " + time.Now().Format(time.RFC3339Nano)}, &wf); err != nil {
+		return "", err
+	}
+	var upd struct {
+		Revision string `json:"workflowRevisionId"`
+	}
+	if _, err := c.do(ctx, "POST", "/api/v1/workflows/"+wf.ID+"/nodes/"+wf.RootNodeID, map[string]any{
+		"expectedRevisionId": wf.Revision,
+		"payload":            map[string]any{"typeName": "EventTrigger", "eventName": event, "reEligible": true},
+	}, &upd); err != nil {
+		return "", err
+	}
+	var ins struct {
+		Node struct {
+			EmailMessageID string `json:"emailMessageId"`
+		} `json:"node"`
+	}
+	if _, err := c.do(ctx, "POST", "/api/v1/workflows/"+wf.ID+"/nodes", map[string]any{
+		"expectedRevisionId": upd.Revision, "insertMode": "after", "nodeTypeName": "SendEmailAction", "fromNodeId": wf.RootNodeID,
+	}, &ins); err != nil {
+		return "", err
+	}
+	var msg struct {
+		Revision string `json:"contentRevisionId"`
+	}
+	if _, err := c.do(ctx, "GET", "/api/v1/email-messages/"+ins.Node.EmailMessageID, nil, &msg); err != nil {
+		return "", err
+	}
+	if _, err := c.do(ctx, "POST", "/api/v1/email-messages/"+ins.Node.EmailMessageID, map[string]any{
+		"expectedRevisionId": msg.Revision,
+		"subject":            "Hello {contact.firstName}",
+		"fromName":           "Bench",
+		"fromEmail":          fromDomainUser,
+		"lmx":                "<Paragraph>Hi {contact.firstName}, plan {event.plan}</Paragraph>",
+	}, nil); err != nil {
+		return "", err
+	}
+	if _, err := c.do(ctx, "POST", "/api/lasso/workflows/"+wf.ID+"/start", nil, nil); err != nil {
+		return "", err
+	}
+	return wf.ID, nil
+}
+
+// queued reads event → queued-email delays of the run's recipients from
+// the server's database, waiting up to drain for all want of them.
+func queued(ctx context.Context, d db.DB, tag string, want int, drain time.Duration) ([]time.Duration, error) {
+	deadline := time.Now().Add(drain)
+	for {
+		rows, err := d.Query(ctx, `SELECT s.created_at - e.created_at FROM sends s JOIN events e ON e.contact_id = s.contact_id AND e.team_id = s.team_id
+			WHERE s.source_type = 'loop' AND s.recipient LIKE $1`, "r"+tag+"-%")
+		if err != nil {
+			return nil, err
+		}
+		var out []time.Duration
+		for rows.Next() {
+			var v int64
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, time.Duration(v)*time.Millisecond)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if len(out) >= want || time.Now().After(deadline) {
+			sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+			return out, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 type result struct {
 	Rate        int     `json:"rate"`
 	Duration    string  `json:"duration"`
@@ -167,6 +260,11 @@ type result struct {
 	P99         float64 `json:"p99Ms"`
 	Max         float64 `json:"maxMs"`
 	FirstErr    string  `json:"firstError,omitempty"`
+	// Workflow mode with -database-url: event stored → email queued.
+	Queued   int     `json:"queued,omitempty"`
+	QueueP50 float64 `json:"queueP50Ms,omitempty"`
+	QueueP99 float64 `json:"queueP99Ms,omitempty"`
+	QueueMax float64 `json:"queueMaxMs,omitempty"`
 }
 
 func pct(s []time.Duration, p float64) float64 {
@@ -183,7 +281,16 @@ func pct(s []time.Duration, p float64) float64 {
 	return float64(s[i].Microseconds()) / 1000
 }
 
-func run(ctx context.Context, c *client, k *sink, tid string, rate int, dur, drain time.Duration, conc int, tag string) result {
+// load is what run sends: a transactional email (tid) or, in workflow
+// mode, a new event; with d set it also measures event → queued.
+type load struct {
+	workflow bool
+	event    string
+	tid      string
+	db       db.DB
+}
+
+func run(ctx context.Context, c *client, k *sink, ld load, rate int, dur, drain time.Duration, conc int, tag string) result {
 	n := int(float64(rate) * dur.Seconds())
 	type rec struct {
 		to       string
@@ -207,11 +314,21 @@ func run(ctx context.Context, c *client, k *sink, tid string, rate int, dur, dra
 		go func(i int, at time.Time) {
 			defer func() { <-sem; wg.Done() }()
 			to := fmt.Sprintf("r%s-%d@bench.test", tag, i)
-			_, err := c.do(ctx, "POST", "/api/v1/transactional", map[string]any{
-				"transactionalId": tid,
-				"email":           to,
-				"dataVariables":   map[string]any{"name": "User " + strconv.Itoa(i)},
-			}, nil)
+			var err error
+			if ld.workflow {
+				_, err = c.do(ctx, "POST", "/api/v1/events/send", map[string]any{
+					"eventName":       ld.event,
+					"email":           to,
+					"firstName":       "User " + strconv.Itoa(i),
+					"eventProperties": map[string]any{"plan": "pro"},
+				}, nil)
+			} else {
+				_, err = c.do(ctx, "POST", "/api/v1/transactional", map[string]any{
+					"transactionalId": ld.tid,
+					"email":           to,
+					"dataVariables":   map[string]any{"name": "User " + strconv.Itoa(i)},
+				}, nil)
+			}
 			now := time.Now()
 			if err != nil {
 				errs.Add(1)
@@ -232,6 +349,18 @@ func run(ctx context.Context, c *client, k *sink, tid string, rate int, dur, dra
 			accepted++
 		}
 	}
+	r := result{Rate: rate, Duration: dur.String(), Scheduled: n, Accepted: accepted, Errors: int(errs.Load())}
+	if ld.db != nil {
+		q, err := queued(ctx, ld.db, tag, accepted, drain)
+		if err != nil {
+			log.Fatalf("read queue delays: %v", err)
+		}
+		r.Queued = len(q)
+		r.QueueP50, r.QueueP99 = pct(q, 0.50), pct(q, 0.99)
+		if len(q) > 0 {
+			r.QueueMax = float64(q[len(q)-1].Microseconds()) / 1000
+		}
+	}
 	deadline := time.Now().Add(drain)
 	for time.Now().Before(deadline) {
 		got := 0
@@ -248,7 +377,6 @@ func run(ctx context.Context, c *client, k *sink, tid string, rate int, dur, dra
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	r := result{Rate: rate, Duration: dur.String(), Scheduled: n, Accepted: accepted, Errors: int(errs.Load())}
 	if v := firstErr.Load(); v != nil {
 		r.FirstErr = v.(string)
 	}
@@ -303,6 +431,8 @@ func main() {
 	conc := flag.Int("c", 512, "max sends in flight")
 	warm := flag.Int("warmup", 200, "warm-up sends (at 100/s) before measuring; 0 disables")
 	jsonOut := flag.Bool("json", false, "print one JSON line per run as well")
+	mode := flag.String("mode", "transactional", "what to send: transactional (POST /transactional) or workflow (events that each start a workflow run sending one email)")
+	dbURL := flag.String("database-url", "", "workflow mode: the server's database (SQLite path or postgres://…) to read event → queued-email delays from")
 	flag.Parse()
 
 	k := &sink{recv: map[string]time.Time{}}
@@ -332,16 +462,39 @@ func main() {
 	tr := &http.Transport{MaxIdleConnsPerHost: *conc, MaxConnsPerHost: 0, IdleConnTimeout: time.Minute}
 	c := &client{base: strings.TrimRight(*base, "/"), key: *key, hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
 	ctx := context.Background()
-	if *doSetup {
-		id, err := setup(ctx, c, *from)
+	ld := load{workflow: *mode == "workflow"}
+	switch {
+	case *mode != "transactional" && !ld.workflow:
+		log.Fatalf("unknown -mode %q", *mode)
+	case ld.workflow:
+		if !*doSetup {
+			log.Fatal("-mode workflow needs -setup")
+		}
+		ld.event = fmt.Sprintf("sendlat%d", time.Now().UnixNano())
+		id, err := setupWorkflow(ctx, c, *from, ld.event)
 		if err != nil {
 			log.Fatalf("setup: %v", err)
 		}
-		*tid = id
-		fmt.Printf("transactional id %s\n", id)
-	}
-	if *tid == "" {
-		log.Fatal("-transactional-id or -setup is required")
+		fmt.Printf("workflow id %s\n", id)
+		if *dbURL != "" {
+			if ld.db, err = db.Open(ctx, *dbURL); err != nil {
+				log.Fatalf("open -database-url: %v", err)
+			}
+			defer ld.db.Close()
+		}
+	default:
+		if *doSetup {
+			id, err := setup(ctx, c, *from)
+			if err != nil {
+				log.Fatalf("setup: %v", err)
+			}
+			*tid = id
+			fmt.Printf("transactional id %s\n", id)
+		}
+		if *tid == "" {
+			log.Fatal("-transactional-id or -setup is required")
+		}
+		ld.tid = *tid
 	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
@@ -352,6 +505,9 @@ func main() {
 		}
 		fmt.Fprintf(out, "%-7s rate=%4d/s sent=%d/%d err=%d send=%.0f/s recv=%.0f/s lost=%d  accept→sink p50=%.1fms p90=%.1fms p99=%.1fms max=%.1fms  api p50=%.1fms p99=%.1fms%s\n",
 			label, r.Rate, r.Accepted, r.Scheduled, r.Errors, r.SendRate, r.ReceiptRate, r.Lost, r.P50, r.P90, r.P99, r.Max, r.APIP50, r.APIP99, verdict)
+		if ld.db != nil {
+			fmt.Fprintf(out, "        event→queued email: %d/%d p50=%.1fms p99=%.1fms max=%.1fms\n", r.Queued, r.Accepted, r.QueueP50, r.QueueP99, r.QueueMax)
+		}
 		if r.FirstErr != "" {
 			fmt.Fprintf(out, "        first error: %s\n", r.FirstErr)
 		}
@@ -362,11 +518,11 @@ func main() {
 		out.Flush()
 	}
 	if *warm > 0 {
-		r := run(ctx, c, k, *tid, 100, time.Duration(*warm)*10*time.Millisecond, *drain, *conc, "warm")
+		r := run(ctx, c, k, ld, 100, time.Duration(*warm)*10*time.Millisecond, *drain, *conc, "warm")
 		print("warmup", r)
 	}
 	if *rate > 0 {
-		print("latency", run(ctx, c, k, *tid, *rate, *dur, *drain, *conc, "lat"))
+		print("latency", run(ctx, c, k, ld, *rate, *dur, *drain, *conc, "lat"))
 	}
 	if *rates != "" {
 		best := 0
@@ -375,7 +531,7 @@ func main() {
 			if err != nil || rt <= 0 {
 				log.Fatalf("bad -rates entry %q", s)
 			}
-			r := run(ctx, c, k, *tid, rt, *dur, *drain, *conc, "s"+strconv.Itoa(rt))
+			r := run(ctx, c, k, ld, rt, *dur, *drain, *conc, "s"+strconv.Itoa(rt))
 			print("step", r)
 			if stepVerdict(r, *maxP99) != "ok" {
 				break

@@ -4,6 +4,7 @@
 #   bench/sendlat/run.sh                                   # SQLite, 200/s for 30 s, then steps
 #   DB=postgres bench/sendlat/run.sh                       # PostgreSQL, fresh schema (needs psql)
 #   RATE=200 DURATION=30s RATES=200,400,600,800,1000 STEP_DURATION=15s bench/sendlat/run.sh
+#   MODE=workflow RATE=1000 DURATION=20s RATES= bench/sendlat/run.sh   # events that start workflow runs
 #
 # Starts `lasso serve` relaying to sendlat's SMTP sink, creates a key and a
 # verified domain, and lets sendlat create/publish the transactional email.
@@ -12,10 +13,11 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DB=${DB:-sqlite}
 RATE=${RATE:-200}
 DURATION=${DURATION:-30s}
-RATES=${RATES:-200,400,600,800,1000,1200,1400,1600,2000}
+RATES=${RATES-200,400,600,800,1000,1200,1400,1600,2000}
 STEP_DURATION=${STEP_DURATION:-15s}
 PG_URL=${BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
 LOG_LEVEL=${LOG_LEVEL:-warn}
+MODE=${MODE:-transactional}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/lasso-sendlat.XXXXXX")
 SERVER_PID=""; SCHEMA=""
@@ -38,6 +40,11 @@ if [[ "$DB" == postgres ]]; then
 	psql "$PG_URL" -qAt -c "CREATE SCHEMA $SCHEMA" >/dev/null
 	DBARGS=(--database-url "${PG_URL}&search_path=${SCHEMA}")
 fi
+MODEARGS=(-mode "$MODE")
+if [[ "$MODE" == workflow ]]; then
+	if [[ "$DB" == postgres ]]; then MODEARGS+=(-database-url "${PG_URL}&search_path=${SCHEMA}")
+	else MODEARGS+=(-database-url "$WORK/data/lasso.db"); fi
+fi
 HTTP_PORT=$(free_port); SINK_PORT=$(free_port)
 KEY=$(bin/lasso keys create --team B --data-dir "$WORK/data" "${DBARGS[@]}")
 bin/lasso domains add --team B --domain example.com --verified --data-dir "$WORK/data" "${DBARGS[@]}" >/dev/null
@@ -48,5 +55,5 @@ SERVER_PID=$!
 for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$HTTP_PORT/api/v1/api-key" -H "Authorization: Bearer $KEY" && break; sleep 0.1; done
 
 echo "# backend=$DB $(nproc) CPUs, $(go version | awk '{print $3}')"
-bin/sendlat -url "http://127.0.0.1:$HTTP_PORT" -key "$KEY" -sink-addr "127.0.0.1:$SINK_PORT" -setup -rate "$RATE" -d "$DURATION" "$@"
-bin/sendlat -url "http://127.0.0.1:$HTTP_PORT" -key "$KEY" -sink-addr "127.0.0.1:$SINK_PORT" -setup -rate 0 -warmup 0 -rates "$RATES" -d "$STEP_DURATION" "$@"
+bin/sendlat -url "http://127.0.0.1:$HTTP_PORT" -key "$KEY" -sink-addr "127.0.0.1:$SINK_PORT" -setup "${MODEARGS[@]}" -rate "$RATE" -d "$DURATION" "$@"
+if [[ -n "$RATES" ]]; then bin/sendlat -url "http://127.0.0.1:$HTTP_PORT" -key "$KEY" -sink-addr "127.0.0.1:$SINK_PORT" -setup "${MODEARGS[@]}" -rate 0 -warmup 0 -rates "$RATES" -d "$STEP_DURATION" "$@"; fi
