@@ -17,8 +17,11 @@ import (
 
 	"github.com/lasso-mail/lasso/internal/accounts"
 	"github.com/lasso-mail/lasso/internal/app"
+	"github.com/lasso-mail/lasso/internal/apperr"
 	"github.com/lasso-mail/lasso/internal/bounce"
+	"github.com/lasso-mail/lasso/internal/content"
 	"github.com/lasso-mail/lasso/internal/delivery"
+	"github.com/lasso-mail/lasso/internal/workflows"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -35,15 +38,16 @@ type Globals struct {
 type cli struct {
 	Globals
 
-	Serve    serveCmd    `cmd:"" help:"Run the HTTP API, SMTP listener and background workers."`
-	Migrate  migrateCmd  `cmd:"" help:"Create or upgrade the database schema (serve also does this at start)."`
-	Version  versionCmd  `cmd:"" help:"Print the version."`
-	Keys     keysCmd     `cmd:"" help:"Manage API keys."`
-	Lists    listsCmd    `cmd:"" help:"Manage mailing lists."`
-	Domains  domainsCmd  `cmd:"" help:"Manage sending domains."`
-	Webhooks webhooksCmd `cmd:"" help:"Manage the team's webhook endpoint."`
-	Bounce   bounceCmd   `cmd:"" help:"Bounce and complaint tools."`
-	Mailbox  mailboxCmd  `cmd:"" help:"The local capture mailbox (outgoing mail when no relay is configured)."`
+	Serve     serveCmd     `cmd:"" help:"Run the HTTP API, SMTP listener and background workers."`
+	Migrate   migrateCmd   `cmd:"" help:"Create or upgrade the database schema (serve also does this at start)."`
+	Version   versionCmd   `cmd:"" help:"Print the version."`
+	Keys      keysCmd      `cmd:"" help:"Manage API keys."`
+	Lists     listsCmd     `cmd:"" help:"Manage mailing lists."`
+	Domains   domainsCmd   `cmd:"" help:"Manage sending domains."`
+	Webhooks  webhooksCmd  `cmd:"" help:"Manage the team's webhook endpoint."`
+	Workflows workflowsCmd `cmd:"" help:"Start, pause and resume workflows; inspect their runs."`
+	Bounce    bounceCmd    `cmd:"" help:"Bounce and complaint tools."`
+	Mailbox   mailboxCmd   `cmd:"" help:"The local capture mailbox (outgoing mail when no relay is configured)."`
 }
 
 type mailboxCmd struct {
@@ -523,4 +527,228 @@ func (w webhooksRotateCmd) Run(e *env) error {
 	}
 	fmt.Fprintln(e.stdout, secret)
 	return nil
+}
+
+type workflowsCmd struct {
+	List   workflowsListCmd   `cmd:"" help:"List a team's workflows: id, name, status, queued contacts."`
+	Start  workflowsStartCmd  `cmd:"" help:"Start a workflow (Draft or paused → Sending; the graph must be runnable)."`
+	Pause  workflowsPauseCmd  `cmd:"" help:"Pause a sending workflow: queued contacts wait; with --queueing new contacts still enter."`
+	Resume workflowsResumeCmd `cmd:"" help:"Resume a paused workflow (→ Sending)."`
+	Runs   workflowsRunsCmd   `cmd:"" help:"List a workflow's runs, newest first: id, contact, status, current node, timer end."`
+	Run    workflowsRunCmd    `cmd:"" help:"Show one run and the history of the nodes it went through."`
+}
+
+// isoMS formats a time as the API does (ISO 8601, UTC, milliseconds).
+func isoMS(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+type workflowsListCmd struct {
+	Team string `required:"" help:"Team name."`
+}
+
+func (c workflowsListCmd) Run(e *env) error {
+	a, t, err := e.openTeam(c.Team)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	queued, err := a.Workflows.QueuedCounts(e.ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tQUEUED")
+	p := content.Page{PerPage: 50}
+	for {
+		l, err := a.Workflows.List(e.ctx, t.ID, p)
+		if err != nil {
+			return err
+		}
+		for _, w := range l.Items {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", w.ID, w.Name, w.Status, queued[w.ID])
+		}
+		if l.NextCursor == "" {
+			break
+		}
+		p.Cursor = l.NextCursor
+	}
+	return tw.Flush()
+}
+
+// setWorkflowStatus opens the team, applies fn to the workflow and prints
+// its new status.
+func (e *env) setWorkflowStatus(team string, fn func(a *app.App, teamID string) (*workflows.Workflow, error)) error {
+	a, t, err := e.openTeam(team)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	w, err := fn(a, t.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "workflow %s (%s) is now %s\n", w.ID, w.Name, w.Status)
+	return nil
+}
+
+type workflowsStartCmd struct {
+	Team string `required:"" help:"Team name."`
+	ID   string `name:"id" required:"" help:"Workflow id."`
+}
+
+func (c workflowsStartCmd) Run(e *env) error {
+	return e.setWorkflowStatus(c.Team, func(a *app.App, teamID string) (*workflows.Workflow, error) {
+		return a.Workflows.SetStatus(e.ctx, teamID, c.ID, workflows.StatusSending)
+	})
+}
+
+type workflowsPauseCmd struct {
+	Team     string `required:"" help:"Team name."`
+	ID       string `name:"id" required:"" help:"Workflow id."`
+	Queueing bool   `help:"Keep admitting new contacts while paused (PausedAndQueueing)."`
+}
+
+func (c workflowsPauseCmd) Run(e *env) error {
+	status := workflows.StatusPaused
+	if c.Queueing {
+		status = workflows.StatusPausedAndQueueing
+	}
+	return e.setWorkflowStatus(c.Team, func(a *app.App, teamID string) (*workflows.Workflow, error) {
+		return a.Workflows.SetStatus(e.ctx, teamID, c.ID, status)
+	})
+}
+
+type workflowsResumeCmd struct {
+	Team string `required:"" help:"Team name."`
+	ID   string `name:"id" required:"" help:"Workflow id."`
+}
+
+func (c workflowsResumeCmd) Run(e *env) error {
+	return e.setWorkflowStatus(c.Team, func(a *app.App, teamID string) (*workflows.Workflow, error) {
+		return a.Workflows.Resume(e.ctx, teamID, c.ID)
+	})
+}
+
+type workflowsRunsCmd struct {
+	Team   string `required:"" help:"Team name."`
+	ID     string `name:"id" required:"" help:"Workflow id."`
+	Email  string `help:"Only the runs of the contact with this email."`
+	Status string `help:"Only runs with this status: queued, completed, exited or cancelled."`
+	Limit  int    `default:"100" help:"Most runs to print (0: all)."`
+}
+
+// nodeLabel is a node id with its type when the graph still has the node.
+func nodeLabel(w *workflows.Workflow, id string) string {
+	if w != nil {
+		if n := w.Node(id); n != nil {
+			return id + " (" + n.Type + ")"
+		}
+	}
+	return id
+}
+
+func (c workflowsRunsCmd) Run(e *env) error {
+	a, t, err := e.openTeam(c.Team)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	w, err := a.Workflows.Get(e.ctx, t.ID, c.ID)
+	if err != nil {
+		return err
+	}
+	f := workflows.RunFilter{Email: c.Email, Status: c.Status}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCONTACT\tSTATUS\tNODE\tDUE")
+	p := content.Page{PerPage: 50}
+	shown, total := 0, 0
+	for {
+		l, err := a.Workflows.ListRuns(e.ctx, t.ID, c.ID, f, p)
+		if err != nil {
+			return err
+		}
+		total = l.Total
+		for _, r := range l.Items {
+			if c.Limit > 0 && shown == c.Limit {
+				break
+			}
+			contact := r.ContactEmail
+			if contact == "" {
+				contact = r.ContactID
+			}
+			due := "-"
+			if r.DueAt != nil {
+				due = isoMS(*r.DueAt)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, contact, r.Status, nodeLabel(w, r.NodeID), due)
+			shown++
+		}
+		if l.NextCursor == "" || (c.Limit > 0 && shown == c.Limit) {
+			break
+		}
+		p.Cursor = l.NextCursor
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if total == 0 {
+		fmt.Fprintln(e.stdout, "(no runs)")
+	} else if shown < total {
+		fmt.Fprintf(e.stdout, "(%d of %d runs; --limit 0 shows all)\n", shown, total)
+	}
+	return nil
+}
+
+type workflowsRunCmd struct {
+	Team  string `required:"" help:"Team name."`
+	RunID string `name:"run" required:"" help:"Run id (from workflows runs)."`
+}
+
+func (c workflowsRunCmd) Run(e *env) error {
+	a, t, err := e.openTeam(c.Team)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	r, err := a.Workflows.GetRun(e.ctx, t.ID, c.RunID)
+	if err != nil {
+		return err
+	}
+	w, err := a.Workflows.Get(e.ctx, t.ID, r.WorkflowID)
+	if err != nil && !errors.Is(err, apperr.NotFound) {
+		return err
+	}
+	wfLabel := r.WorkflowID + " (deleted)"
+	if w != nil {
+		wfLabel = r.WorkflowID + " (" + w.Name + ")"
+	}
+	contact := r.ContactID
+	if r.ContactEmail != "" {
+		contact = r.ContactEmail + " (" + r.ContactID + ")"
+	}
+	due, event := "-", "-"
+	if r.DueAt != nil {
+		due = isoMS(*r.DueAt)
+	}
+	if r.EventID != "" {
+		event = r.EventID
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	for _, kv := range [][2]string{{"run", r.ID}, {"workflow", wfLabel}, {"contact", contact}, {"status", r.Status},
+		{"node", nodeLabel(w, r.NodeID)}, {"due", due}, {"event", event}, {"created", isoMS(r.CreatedAt)}, {"updated", isoMS(r.UpdatedAt)}} {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tNODE\tTYPE\tRESULT\tDETAIL")
+	for _, s := range r.History {
+		typ := s.Type
+		if typ == "" {
+			typ = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", isoMS(time.UnixMilli(s.At)), s.NodeID, typ, s.Result, s.Detail)
+	}
+	return tw.Flush()
 }

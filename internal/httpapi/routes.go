@@ -77,9 +77,11 @@ func (a *API) routes() {
 		{"DELETE", "/workflows/{id}/nodes/{nodeId}/recursive", a.deleteWorkflowNode(true)},
 		{"POST", "/workflows/{id}/nodes/{nodeId}/add-branch", a.addWorkflowBranch},
 		{"POST", "/workflows/{id}/nodes/{nodeId}/reroute", a.rerouteWorkflowNode},
-		// Lasso extensions (canonical /api/lasso/…; see workflows.go).
+		// Lasso extensions (canonical /api/lasso/…; see workflows.go, workflow_runs.go).
 		{"POST", "/lasso/workflows/{id}/start", a.setWorkflowStatus("start")},
 		{"POST", "/lasso/workflows/{id}/pause", a.setWorkflowStatus("pause")},
 		{"POST", "/lasso/workflows/{id}/resume", a.setWorkflowStatus("resume")},
+		{"GET", "/lasso/workflows/{id}/runs", a.listWorkflowRuns},
+		{"GET", "/lasso/workflow-runs/{runId}", a.getWorkflowRun},
 	})
 }
