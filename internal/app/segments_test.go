@@ -109,6 +109,20 @@ func TestAudienceSegments(t *testing.T) {
 		expect(t, s.do(t, "GET", "/api/v1/audience-segments?perPage=5", ""), 400, "perPage")
 		expect(t, s.do(t, "GET", "/api/v1/audience-segments?perPage=abc", ""), 400, "perPage")
 		expect(t, s.do(t, "GET", "/api/v1/audience-segments?cursor=bogus", ""), 400, "cursor")
+		// An existing workflow and its email are valid targets before they
+		// have sent anything; unknown or deleted ones are not.
+		wf := newWorkflow(t, s, "Fresh")
+		activity := func(target, id string) string {
+			return fmt.Sprintf(`{"name":"Activity %s %s","filter":{"match":"all","conditions":[{"type":"activity","action":"sent","negate":true,"target":%q,"id":%q}]}}`, target, id, target, id)
+		}
+		expect(t, s.do(t, "POST", "/api/v1/audience-segments", activity("workflow", wf.id)), 200, `"target":"workflow"`)
+		expect(t, s.do(t, "POST", "/api/v1/audience-segments", activity("workflow", "cl0000000000000000000000a")), 404, "Workflow not found.")
+		expect(t, s.do(t, "POST", "/api/v1/audience-segments", activity("workflowEmail", "cl0000000000000000000000a")), 404, "Workflow email not found.")
+		expect(t, s.do(t, "POST", "/api/v1/audience-segments", activity("workflowEmail", wf.id)), 404)
+		key3, _ := s.newKey(t, "Third")
+		expect(t, s.doKey(t, key3, "POST", "/api/v1/audience-segments", activity("workflow", wf.id)), 404)
+		wf.call("DELETE", "", nil, 204)
+		expect(t, s.do(t, "POST", "/api/v1/audience-segments", `{"name":"Deleted workflow","filter":{"match":"all","conditions":[{"type":"activity","action":"sent","negate":false,"target":"workflow","id":"`+wf.id+`"}]}}`), 404)
 	})
 }
 

@@ -215,6 +215,8 @@ func TestWorkflowNodeInserts(t *testing.T) {
 			"expectedRevisionId": msg.obj(t)["contentRevisionId"], "subject": "Welcome aboard"})), 200)
 		r := s.do(t, "GET", "/api/v1/workflows/"+c.id+"/nodes/"+eid, "")
 		expect(t, r, 200, `"subject":"Welcome aboard"`, `"workflowRevisionId":"`+c.rev()+`"`)
+		// The node's email is a valid activity target before it has sent.
+		expect(t, s.do(t, "POST", "/api/v1/audience-segments", `{"name":"Got welcome","filter":{"match":"all","conditions":[{"type":"activity","action":"sent","negate":false,"target":"workflowEmail","id":"`+mid+`"}]}}`), 200, mid)
 		// between: Timer → Filter → Email.
 		f := c.insert("between", "AudienceFilter", tid, eid)
 		if keys(f) != "appliesDownstream,audienceFilter,audienceSegmentId,id,nextNodeIds,typeName,workflowId,workflowRevisionId" || f["audienceFilter"] != nil {
@@ -378,6 +380,17 @@ func TestWorkflowNodeUpdates(t *testing.T) {
 		up(fid, map[string]any{"audienceFilter": map[string]any{"match": "some", "conditions": []any{}}}, 400)
 		up(fid, map[string]any{"audienceFilter": map[string]any{"match": "all", "conditions": []any{map[string]any{"type": "property", "key": "nope", "operator": "equals", "value": "x"}}}}, 400)
 		up(fid, map[string]any{"audienceSegmentId": ids.New()}, 404)
+		// A segment without a filter clears the filter; both set both (§10.4).
+		r = s.do(t, "POST", "/api/v1/audience-segments", js(t, map[string]any{"name": "Anns", "filter": filter}))
+		expect(t, r, 200)
+		sid := r.obj(t)["id"].(string)
+		if m := up(fid, map[string]any{"audienceSegmentId": sid}, 200, `"audienceSegmentId":"`+sid+`"`); m["audienceFilter"] != nil || m["appliesDownstream"] != true {
+			t.Fatalf("segment without filter %v", m)
+		}
+		if m := up(fid, map[string]any{"audienceSegmentId": sid, "audienceFilter": filter}, 200); m["audienceSegmentId"] != sid || m["audienceFilter"] == nil {
+			t.Fatalf("segment and filter %v", m)
+		}
+		up(fid, map[string]any{"audienceSegmentId": nil}, 200, `"audienceSegmentId":null`, `"operator":"equals"`)
 		up(fid, map[string]any{"audienceFilter": nil}, 200, `"audienceFilter":null`)
 		// A stale revision.
 		c.call("POST", "/nodes/"+tid, map[string]any{"expectedRevisionId": ids.New(), "payload": map[string]any{"amount": 1}}, 409)

@@ -94,9 +94,9 @@ var targetNames = map[string]string{
 }
 
 // ValidateIDs checks that every activity condition names a campaign,
-// workflow or workflow email that exists: one that has sends, or one
-// Config.IDExists knows. Otherwise apperr.NotFound ("Campaign not
-// found.", …).
+// workflow or workflow email that exists: one that has sends, a workflow (or
+// the email message of one) that is not deleted, or one Config.IDExists
+// knows. Otherwise apperr.NotFound ("Campaign not found.", …).
 func (s *Service) ValidateIDs(ctx context.Context, teamID string, f Filter) error {
 	seen := map[[2]string]bool{}
 	for _, c := range f.Conditions {
@@ -126,26 +126,32 @@ func (s *Service) idExists(ctx context.Context, teamID, target, id string) (bool
 			return ok, err
 		}
 	}
-	var q string
+	// A workflow or workflow email exists once created, whether or not it
+	// has sent anything yet (§5.13: 404 only for ids that do not exist).
+	var qs []string
 	switch target {
 	case TargetCampaign:
-		q = `SELECT 1 FROM sends WHERE team_id = $1 AND source_type = 'campaign' AND source_id = $2 LIMIT 1`
+		qs = []string{`SELECT 1 FROM sends WHERE team_id = $1 AND source_type = 'campaign' AND source_id = $2 LIMIT 1`}
 	case TargetWorkflow:
-		q = `SELECT 1 FROM sends WHERE team_id = $1 AND source_type = 'loop' AND source_id = $2 LIMIT 1`
+		qs = []string{`SELECT 1 FROM workflows WHERE team_id = $1 AND id = $2 AND deleted_at IS NULL`,
+			`SELECT 1 FROM sends WHERE team_id = $1 AND source_type = 'loop' AND source_id = $2 LIMIT 1`}
 	case TargetWorkflowEmail:
-		q = `SELECT 1 FROM sends WHERE team_id = $1 AND email_message_id = $2 LIMIT 1`
-	default:
-		return false, nil
+		qs = []string{`SELECT 1 FROM email_messages m JOIN workflows w ON w.id = m.parent_id AND w.team_id = m.team_id
+			WHERE m.team_id = $1 AND m.id = $2 AND m.parent_kind = 'workflow' AND w.deleted_at IS NULL`,
+			`SELECT 1 FROM sends WHERE team_id = $1 AND email_message_id = $2 LIMIT 1`}
 	}
-	var one int
-	err := s.db.QueryRow(ctx, q, teamID, id).Scan(&one)
-	if errors.Is(err, db.ErrNoRows) {
-		return false, nil
+	for _, q := range qs {
+		var one int
+		err := s.db.QueryRow(ctx, q, teamID, id).Scan(&one)
+		if errors.Is(err, db.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("check %s id: %w", target, err)
+		}
+		return true, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("check %s id: %w", target, err)
-	}
-	return true, nil
+	return false, nil
 }
 
 // where renders the predicate of an audience over "contacts c" with the

@@ -164,11 +164,11 @@ func (s *Service) parsePayload(ctx context.Context, teamID string, n *Node, p ma
 			}
 			step(func(w *Workflow, n *Node) error { n.AppliesDownstream = b; return nil })
 		}
-		v, hasSeg := p["audienceSegmentId"]
+		segV, hasSeg := p["audienceSegmentId"]
 		if hasSeg {
 			var seg *string
-			if v != nil {
-				id, ok := v.(string)
+			if segV != nil {
+				id, ok := segV.(string)
 				if !ok {
 					return nil, apperr.New(apperr.Invalid, "payload.audienceSegmentId must be a string or null.")
 				}
@@ -197,7 +197,7 @@ func (s *Service) parsePayload(ctx context.Context, teamID string, n *Node, p ma
 				f = &pf
 			}
 			step(func(w *Workflow, n *Node) error { n.AudienceFilter = f; return nil })
-		} else if hasSeg && v != nil {
+		} else if hasSeg && segV != nil {
 			// A segment without a filter replaces the filter (§10.4).
 			step(func(w *Workflow, n *Node) error { n.AudienceFilter = nil; return nil })
 		}
