@@ -380,3 +380,73 @@ func TestWorkflowMessageFollowsLibrary(t *testing.T) {
 		}
 	})
 }
+
+// riverJobs counts the workflow_step jobs that are not finished.
+func liveStepJobs(t *testing.T, s *server) int {
+	t.Helper()
+	var n int
+	if err := s.app.DB.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'workflow_step' AND state NOT IN ('completed', 'cancelled', 'discarded')`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Pausing holds contacts where they are, without live jobs: a timer that
+// ends during the pause sends nothing, PausedAndQueueing admits new
+// contacts without moving them, and resuming moves every held contact on.
+func TestWorkflowPauseHoldsContacts(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		clock := &testClock{t: time.Now().UTC()}
+		s, sink := engineServer(t, url, clock)
+		c := timerWorkflow(t, s, "trial")
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"ann@example.org","firstName":"Ann","eventProperties":{"code":"A"}}`), 200)
+		waitRuns(t, s, c.id, "", "one waiting run", allWaiting(1))
+
+		expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/pause", `{"queueing":true}`), 200, `"status":"PausedAndQueueing"`)
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"bob@example.org","firstName":"Bob","eventProperties":{"code":"B"}}`), 200)
+		eventsIdle(t, s)
+		clock.Advance(2 * time.Hour) // Ann's timer ends while paused
+		runs := waitRuns(t, s, c.id, "", "two held runs", func(rs []*workflows.Run) bool { return len(rs) == 2 })
+		deadline := time.Now().Add(10 * time.Second)
+		for liveStepJobs(t, s) > 0 { // Ann's job wakes, sees the pause and ends
+			if time.Now().After(deadline) {
+				t.Fatalf("%d step jobs still live during the pause", liveStepJobs(t, s))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if n := len(sink.Messages()); n != 0 {
+			t.Fatalf("%d emails during the pause", n)
+		}
+		runs, _ = s.app.Engine.Runs(context.Background(), c.id, "")
+		for _, r := range runs {
+			if r.Status != workflows.RunQueued {
+				t.Fatalf("run %s moved during the pause: %s", r.ContactID, r.Status)
+			}
+		}
+
+		// Resume: Ann's timer is over, she gets her email; Bob starts his wait.
+		expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/resume", ""), 200, `"status":"Sending"`)
+		m := sink.WaitMessages(t, 1, 15*time.Second)[0]
+		if m.To[0] != "ann@example.org" {
+			t.Fatalf("first email to %v", m.To)
+		}
+		waitRuns(t, s, c.id, "", "Ann done, Bob waiting", func(rs []*workflows.Run) bool {
+			done, waiting := 0, 0
+			for _, r := range rs {
+				if r.Status == workflows.RunCompleted {
+					done++
+				} else if r.DueAt != nil {
+					waiting++
+				}
+			}
+			return done == 1 && waiting == 1
+		})
+		clock.Advance(2 * time.Hour)
+		msgs := sink.WaitMessages(t, 2, 15*time.Second)
+		if msgs[1].To[0] != "bob@example.org" || !bytes.Contains(msgs[1].Data, []byte("B for Bob")) {
+			t.Fatalf("second email to %v: %.300s", msgs[1].To, msgs[1].Data)
+		}
+		waitRuns(t, s, c.id, "", "done", allDone(2))
+	})
+}

@@ -103,9 +103,6 @@ type EngineConfig struct {
 	// before checking the clock again: tests that move Now set it small.
 	// 0 schedules a timer's job exactly at its end.
 	TimerPoll time.Duration
-	// Hold is how long a step of a paused workflow sleeps before looking
-	// again (default 30 s, or TimerPoll when smaller).
-	Hold   time.Duration
 	Logger *slog.Logger
 }
 
@@ -121,16 +118,57 @@ func NewEngine(svc *Service, d db.DB, cfg EngineConfig) *Engine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Hold == 0 {
-		cfg.Hold = 30 * time.Second
-	}
-	if cfg.TimerPoll > 0 && cfg.TimerPoll < cfg.Hold {
-		cfg.Hold = cfg.TimerPoll
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{svc: svc, db: d, cfg: cfg}
+	e := &Engine{svc: svc, db: d, cfg: cfg}
+	svc.onSending = e.rearm
+	return e
+}
+
+// rearm gives every queued run of a workflow that starts sending again a
+// step job (in the transaction that changes its status). While a workflow
+// is paused its runs have no live job: a step job that finds the workflow
+// paused ends, and runs admitted while PausedAndQueueing get none, so held
+// contacts cost nothing until the workflow resumes. A run waiting on a
+// timer is scheduled for the timer's end.
+func (e *Engine) rearm(ctx context.Context, tx db.Tx, w *Workflow) error {
+	if _, err := tx.Exec(ctx, `UPDATE workflow_runs SET seq = seq + 1 WHERE workflow_id = $1 AND status = $2`, w.ID, RunQueued); err != nil {
+		return fmt.Errorf("rearm runs: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT id, seq, due_at FROM workflow_runs WHERE workflow_id = $1 AND status = $2`, w.ID, RunQueued)
+	if err != nil {
+		return fmt.Errorf("rearm runs: %w", err)
+	}
+	type arm struct {
+		id  string
+		seq int64
+		due *int64
+	}
+	var arms []arm
+	for rows.Next() {
+		var a arm
+		if err := rows.Scan(&a.id, &a.seq, &a.due); err != nil {
+			rows.Close()
+			return err
+		}
+		arms = append(arms, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	now := ms(e.cfg.Now())
+	for _, a := range arms {
+		var opts *queue.InsertOpts
+		if a.due != nil && *a.due > now {
+			opts = &queue.InsertOpts{ScheduledAt: time.Now().Add(e.sleep(time.Duration(*a.due-now) * time.Millisecond))}
+		}
+		if err := e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: a.id, Seq: a.seq}, opts); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Run is a contact's run through a workflow.
@@ -310,8 +348,7 @@ func (e *Engine) startRunKey(ctx context.Context, tx db.Tx, w *Workflow, contact
 		return "", fmt.Errorf("start run: %w", err)
 	}
 	if w.Status != StatusSending {
-		// PausedAndQueueing: admitted, held by its step job until resumed.
-		return id, e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: id}, nil)
+		return id, nil // PausedAndQueueing: admitted and held; resuming re-arms it
 	}
 	// A sending workflow walks the new run at once, in this transaction,
 	// up to its first timer or its end: no step job between the trigger
@@ -324,9 +361,9 @@ func (e *Engine) startRunKey(ctx context.Context, tx db.Tx, w *Workflow, contact
 var errStaleStep = errors.New("stale workflow step")
 
 // Step works one step job: it moves the run on from its node until the run
-// ends or waits on a timer. A job of a run that moved on since does nothing;
-// a run whose workflow is paused, or whose timer has not ended by the clock,
-// is snoozed.
+// ends or waits on a timer. A job of a run that moved on since does nothing,
+// as does the job of a run whose workflow is paused (see rearm); a run whose
+// timer has not ended by the clock is snoozed.
 func (e *Engine) Step(ctx context.Context, a StepArgs) error {
 	r, err := e.GetRun(ctx, a.RunID)
 	if errors.Is(err, apperr.NotFound) {
@@ -346,7 +383,7 @@ func (e *Engine) Step(ctx context.Context, a StepArgs) error {
 		return err
 	}
 	if w.Status != StatusSending {
-		return queue.JobSnooze(e.cfg.Hold) // paused workflows hold their contacts
+		return nil // paused: the run waits where it is; resuming re-arms it
 	}
 	now := e.cfg.Now()
 	if r.due != nil && ms(now) < *r.due {

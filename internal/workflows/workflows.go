@@ -82,9 +82,10 @@ type Config struct {
 
 // Service manages workflows.
 type Service struct {
-	db     db.DB
-	cfg    Config
-	graphs graphs
+	db        db.DB
+	cfg       Config
+	graphs    graphs
+	onSending func(ctx context.Context, tx db.Tx, w *Workflow) error
 }
 
 // New returns a Service.
@@ -707,6 +708,11 @@ func (s *Service) SetStatus(ctx context.Context, teamID, id, status string) (*Wo
 			return err
 		}
 		w.Status, w.UpdatedAt = status, fromMS(ms(now))
+		if status == StatusSending && s.onSending != nil {
+			if err := s.onSending(ctx, tx, w); err != nil {
+				return err
+			}
+		}
 		out = w
 		return nil
 	})
