@@ -103,7 +103,7 @@ type EngineConfig struct {
 	// before checking the clock again: tests that move Now set it small.
 	// 0 schedules a timer's job exactly at its end.
 	TimerPoll time.Duration
-	Logger *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Engine runs workflows.
