@@ -130,25 +130,26 @@ func NewEngine(svc *Service, d db.DB, cfg EngineConfig) *Engine {
 // step job (in the transaction that changes its status). While a workflow
 // is paused its runs have no live job: a step job that finds the workflow
 // paused ends, and runs admitted while PausedAndQueueing get none, so held
-// contacts cost nothing until the workflow resumes. A run waiting on a
-// timer is scheduled for the timer's end.
+// contacts cost nothing until the workflow resumes. The jobs run at once:
+// a run still waiting on a timer is then snoozed to the timer's end by the
+// worker that takes it, on that worker's clock (the resuming process may be
+// the CLI, with a clock of its own).
 func (e *Engine) rearm(ctx context.Context, tx db.Tx, w *Workflow) error {
 	if _, err := tx.Exec(ctx, `UPDATE workflow_runs SET seq = seq + 1 WHERE workflow_id = $1 AND status = $2`, w.ID, RunQueued); err != nil {
 		return fmt.Errorf("rearm runs: %w", err)
 	}
-	rows, err := tx.Query(ctx, `SELECT id, seq, due_at FROM workflow_runs WHERE workflow_id = $1 AND status = $2`, w.ID, RunQueued)
+	rows, err := tx.Query(ctx, `SELECT id, seq FROM workflow_runs WHERE workflow_id = $1 AND status = $2`, w.ID, RunQueued)
 	if err != nil {
 		return fmt.Errorf("rearm runs: %w", err)
 	}
 	type arm struct {
 		id  string
 		seq int64
-		due *int64
 	}
 	var arms []arm
 	for rows.Next() {
 		var a arm
-		if err := rows.Scan(&a.id, &a.seq, &a.due); err != nil {
+		if err := rows.Scan(&a.id, &a.seq); err != nil {
 			rows.Close()
 			return err
 		}
@@ -158,13 +159,8 @@ func (e *Engine) rearm(ctx context.Context, tx db.Tx, w *Workflow) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	now := ms(e.cfg.Now())
 	for _, a := range arms {
-		var opts *queue.InsertOpts
-		if a.due != nil && *a.due > now {
-			opts = &queue.InsertOpts{ScheduledAt: time.Now().Add(e.sleep(time.Duration(*a.due-now) * time.Millisecond))}
-		}
-		if err := e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: a.id, Seq: a.seq}, opts); err != nil {
+		if err := e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: a.id, Seq: a.seq}, nil); err != nil {
 			return err
 		}
 	}
