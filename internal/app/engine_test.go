@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"mime"
 	"net/mail"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lasso-mail/lasso/internal/app"
 	"github.com/lasso-mail/lasso/internal/content"
+	"github.com/lasso-mail/lasso/internal/db"
 	"github.com/lasso-mail/lasso/internal/delivery/deliverytest"
 	"github.com/lasso-mail/lasso/internal/events"
 	"github.com/lasso-mail/lasso/internal/lmx"
@@ -448,5 +450,42 @@ func TestWorkflowPauseHoldsContacts(t *testing.T) {
 			t.Fatalf("second email to %v: %.300s", msgs[1].To, msgs[1].Data)
 		}
 		waitRuns(t, s, c.id, "", "done", allDone(2))
+	})
+}
+
+// Workflow mail leaves only from a verified sending domain, as
+// transactional mail does: a domain that lost its verification fails the
+// send instead of delivering it.
+func TestWorkflowSendNeedsVerifiedDomain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		clock := &testClock{t: time.Now().UTC()}
+		s, sink := engineServer(t, url, clock)
+		ctx := context.Background()
+		c := timerWorkflow(t, s, "trial")
+		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"ann@example.org","firstName":"Ann","eventProperties":{"code":"A"}}`), 200)
+		waitRuns(t, s, c.id, "", "one waiting run", allWaiting(1))
+		if _, err := s.app.DB.Exec(ctx, `UPDATE sending_domains SET verified = FALSE WHERE domain = 'example.com'`); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(2 * time.Hour)
+		waitRuns(t, s, c.id, "", "done", allDone(1))
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			var status string
+			err := s.app.DB.QueryRow(ctx, `SELECT status FROM sends WHERE source_type = 'loop' AND source_id = $1`, c.id).Scan(&status)
+			if err != nil && !errors.Is(err, db.ErrNoRows) {
+				t.Fatal(err)
+			}
+			if status == "failed" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("send status %q, want failed", status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := len(sink.Messages()); n != 0 {
+			t.Fatalf("%d emails from an unverified domain", n)
+		}
 	})
 }

@@ -26,6 +26,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lasso-mail/lasso/internal/apperr"
@@ -87,6 +88,10 @@ type (
 	EventGetter interface {
 		Get(ctx context.Context, q db.Querier, id string) (events.Event, error)
 	}
+	// Domains tells whether a sending domain is verified (*senders.Service).
+	Domains interface {
+		IsVerified(ctx context.Context, teamID, domain string) (bool, error)
+	}
 )
 
 // EngineConfig configures an Engine.
@@ -97,6 +102,8 @@ type EngineConfig struct {
 	Messages Compiler
 	Contacts ContactGetter
 	Events   EventGetter
+	// Domains, when set, refuses sends from a domain that is not verified.
+	Domains Domains
 	// Now is the clock timers are measured with (default time.Now).
 	Now func() time.Time
 	// TimerPoll, when > 0, is the longest a step job sleeps (wall clock)
@@ -784,10 +791,21 @@ func (e *Engine) Render(ctx context.Context, x *emails.Send) (*emails.Rendered, 
 		}
 	}
 	fb := &pub.Fallbacks
+	from := lmx.Interpolate(pub.FromEmail, vals, fb)
+	if at := strings.LastIndexByte(from, '@'); e.cfg.Domains != nil && at >= 0 {
+		// Mail leaves only from a verified sending domain (as transactional).
+		ok, err := e.cfg.Domains.IsVerified(ctx, x.TeamID, from[at+1:])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, apperr.New(apperr.Invalid, "The sending domain %s is not verified.", from[at+1:])
+		}
+	}
 	html, text := pub.Template.Render(vals, fb)
 	return &emails.Rendered{
 		FromName:       lmx.Interpolate(pub.FromName, vals, fb),
-		FromEmail:      lmx.Interpolate(pub.FromEmail, vals, fb),
+		FromEmail:      from,
 		ReplyTo:        lmx.Interpolate(pub.ReplyTo, vals, fb),
 		Subject:        lmx.Interpolate(pub.Subject, vals, fb),
 		HTML:           html,
