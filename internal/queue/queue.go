@@ -179,17 +179,26 @@ func (q *Queue) flush(ctx context.Context, tx db.Tx, items []any) error {
 	for i, it := range items {
 		params[i] = it.(river.InsertManyParams)
 	}
+	// The fast insert returns no rows (we use none) and is cheaper on the
+	// SQLite writer; it cannot resolve unique conflicts, so jobs with
+	// unique options take the regular path.
+	fast := true
+	for _, p := range params {
+		if o := p.InsertOpts; o != nil && (o.UniqueOpts.ByArgs || o.UniqueOpts.ByPeriod > 0 || o.UniqueOpts.ByQueue || len(o.UniqueOpts.ByState) > 0) {
+			fast = false
+		}
+	}
 	var err error
 	switch raw := tx.Raw().(type) {
 	case *sql.Tx:
-		if len(params) == 1 {
-			_, err = q.sqlite.InsertTx(ctx, raw, params[0].Args, params[0].InsertOpts)
+		if fast {
+			_, err = q.sqlite.InsertManyFastTx(ctx, raw, params)
 		} else {
 			_, err = q.sqlite.InsertManyTx(ctx, raw, params)
 		}
 	case pgx.Tx:
-		if len(params) == 1 {
-			_, err = q.pg.InsertTx(ctx, raw, params[0].Args, params[0].InsertOpts)
+		if fast {
+			_, err = q.pg.InsertManyFastTx(ctx, raw, params)
 		} else {
 			_, err = q.pg.InsertManyTx(ctx, raw, params)
 		}

@@ -192,7 +192,16 @@ func (s *Service) Announce(ctx context.Context, tx db.Tx, teamID, event string, 
 	if !knownEvent(event) {
 		return fmt.Errorf("webhooks: unknown event %q", event)
 	}
-	ep, err := s.Get(ctx, tx, teamID)
+	// On SQLite every transaction runs on the one writer connection, the
+	// bottleneck of contact and event intake: read the endpoint through
+	// the read pool (an endpoint saved concurrently may be missed, as it
+	// would be a moment earlier). PostgreSQL reads it in tx: a second
+	// connection per transaction could exhaust the pool.
+	var q db.Querier = tx
+	if s.db.Dialect() == db.SQLite {
+		q = s.db
+	}
+	ep, err := s.Get(ctx, q, teamID)
 	if errors.Is(err, apperr.NotFound) {
 		return nil
 	}
