@@ -107,3 +107,16 @@ func Placeholders(start, n int) string {
 	}
 	return b.String()
 }
+
+// OffWriter returns what a read inside tx should go through when it may
+// see data as last committed rather than tx's own view (configuration
+// that changes rarely): on SQLite the read pool, since every transaction
+// runs on the one writer connection, the bottleneck of intake; on
+// PostgreSQL tx itself, since a second connection per transaction could
+// exhaust the pool.
+func OffWriter(d DB, tx Tx) Querier {
+	if d.Dialect() == SQLite {
+		return d
+	}
+	return tx
+}

@@ -192,16 +192,9 @@ func (s *Service) Announce(ctx context.Context, tx db.Tx, teamID, event string, 
 	if !knownEvent(event) {
 		return fmt.Errorf("webhooks: unknown event %q", event)
 	}
-	// On SQLite every transaction runs on the one writer connection, the
-	// bottleneck of contact and event intake: read the endpoint through
-	// the read pool (an endpoint saved concurrently may be missed, as it
-	// would be a moment earlier). PostgreSQL reads it in tx: a second
-	// connection per transaction could exhaust the pool.
-	var q db.Querier = tx
-	if s.db.Dialect() == db.SQLite {
-		q = s.db
-	}
-	ep, err := s.Get(ctx, q, teamID)
+	// The endpoint as last committed (one saved concurrently may be
+	// missed, as it would be a moment earlier): off SQLite's writer.
+	ep, err := s.Get(ctx, db.OffWriter(s.db, tx), teamID)
 	if errors.Is(err, apperr.NotFound) {
 		return nil
 	}

@@ -61,9 +61,12 @@ func (w *ContactChangedWorker) Work(ctx context.Context, job *queue.Job[ContactC
 // commit's contact_changed job.
 func (e *Engine) ContactChanged(ctx context.Context, tx db.Tx, ch contacts.Change) error {
 	// Most teams have no running workflow with a contact trigger: then no
-	// job at all (one indexed read instead of a job per commit).
+	// job at all (one indexed read instead of a job per commit). The read
+	// sees workflows as last committed, off SQLite's writer: a workflow
+	// started concurrently with the change may miss it, as it would a
+	// moment earlier.
 	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM workflows w JOIN workflow_nodes n ON n.id = w.root_node_id
+	err := db.OffWriter(e.db, tx).QueryRow(ctx, `SELECT 1 FROM workflows w JOIN workflow_nodes n ON n.id = w.root_node_id
 		WHERE w.team_id = $1 AND w.deleted_at IS NULL AND w.status IN ($2, $3) AND n.type IN ($4, $5, $6) LIMIT 1`,
 		ch.TeamID, StatusSending, StatusPausedAndQueueing, TypeSignupTrigger, TypeContactPropertyTrigger, TypeAddToListTrigger).Scan(&one)
 	if errors.Is(err, db.ErrNoRows) {
