@@ -110,10 +110,16 @@ func (s *Service) CreateSegment(ctx context.Context, teamID, name, description s
 // GetSegment returns one segment: apperr.Invalid for something that cannot
 // be an id, apperr.NotFound ("Audience segment not found.") when absent.
 func (s *Service) GetSegment(ctx context.Context, teamID, id string) (Segment, error) {
+	return s.SegmentIn(ctx, s.db, teamID, id)
+}
+
+// SegmentIn is GetSegment through q (a transaction's own connection, so a
+// caller holding one never waits for a second).
+func (s *Service) SegmentIn(ctx context.Context, q db.Querier, teamID, id string) (Segment, error) {
 	if !ids.Valid(id) {
 		return Segment{}, invalid("Invalid audience segment id.")
 	}
-	g, err := scanSegment(s.db.QueryRow(ctx, `SELECT `+segmentCols+` FROM audience_segments WHERE team_id = $1 AND id = $2`, teamID, id))
+	g, err := scanSegment(q.QueryRow(ctx, `SELECT `+segmentCols+` FROM audience_segments WHERE team_id = $1 AND id = $2`, teamID, id))
 	if errors.Is(err, db.ErrNoRows) {
 		return g, apperr.New(apperr.NotFound, "Audience segment not found.")
 	}

@@ -270,6 +270,12 @@ func (s *Service) Facts(ctx context.Context, teamID, contactID string, filters .
 	return loadFacts(ctx, s.db, teamID, contactID, filters)
 }
 
+// FactsIn is Facts through q (a transaction's own connection, so a caller
+// holding one never waits for a second).
+func (s *Service) FactsIn(ctx context.Context, q db.Querier, teamID, contactID string, filters ...Filter) (ContactFacts, error) {
+	return loadFacts(ctx, q, teamID, contactID, filters)
+}
+
 func loadFacts(ctx context.Context, q db.Querier, teamID, contactID string, filters []Filter) (ContactFacts, error) {
 	c := ContactFacts{ID: contactID}
 	var sub bool

@@ -72,9 +72,13 @@ type (
 		Enqueue(ctx context.Context, tx db.Tx, n emails.New) (string, error)
 	}
 	// Audiences loads contact facts and segments (*audience.Service).
+	// Both read through the querier they are given: the walk's
+	// transaction on PostgreSQL (a walk holding a pooled connection must
+	// never wait for a second one: with every connection held by a walk,
+	// none would come), SQLite's read pool (off the one writer).
 	Audiences interface {
-		Facts(ctx context.Context, teamID, contactID string, filters ...audience.Filter) (audience.ContactFacts, error)
-		GetSegment(ctx context.Context, teamID, id string) (audience.Segment, error)
+		FactsIn(ctx context.Context, q db.Querier, teamID, contactID string, filters ...audience.Filter) (audience.ContactFacts, error)
+		SegmentIn(ctx context.Context, q db.Querier, teamID, id string) (audience.Segment, error)
 	}
 	// Compiler compiles a workflow email message (*content.Service).
 	Compiler interface {
@@ -464,6 +468,7 @@ type walk struct {
 	e     *Engine
 	w     *Workflow
 	r     *Run
+	q     db.Querier // reads: see Audiences
 	now   int64
 	facts *audience.ContactFacts
 	segs  map[string]*audience.Filter
@@ -479,7 +484,7 @@ var errContactGone = errors.New("contact deleted")
 // advance walks the run from its node; see Step. A run whose contact was
 // deleted exits.
 func (e *Engine) advance(ctx context.Context, tx db.Tx, w *Workflow, r *Run, nowT time.Time) error {
-	k := &walk{e: e, w: w, r: r, now: ms(nowT), segs: map[string]*audience.Filter{}}
+	k := &walk{e: e, w: w, r: r, q: db.OffWriter(e.db, tx), now: ms(nowT), segs: map[string]*audience.Filter{}}
 	err := k.advance(ctx, tx)
 	if errors.Is(err, errContactGone) {
 		r.Status, r.due = RunExited, nil
@@ -608,7 +613,7 @@ func (k *walk) loadFacts(ctx context.Context) (*audience.ContactFacts, error) {
 			fs = append(fs, *f)
 		}
 	}
-	f, err := k.e.cfg.Audience.Facts(ctx, k.w.TeamID, k.r.ContactID, fs...)
+	f, err := k.e.cfg.Audience.FactsIn(ctx, k.q, k.w.TeamID, k.r.ContactID, fs...)
 	if errors.Is(err, apperr.NotFound) {
 		return nil, errContactGone
 	}
@@ -629,7 +634,7 @@ func (k *walk) segment(ctx context.Context, n *Node) (*audience.Filter, error) {
 	if f, ok := k.segs[id]; ok {
 		return f, nil
 	}
-	g, err := k.e.cfg.Audience.GetSegment(ctx, k.w.TeamID, id)
+	g, err := k.e.cfg.Audience.SegmentIn(ctx, k.q, k.w.TeamID, id)
 	if errors.Is(err, apperr.NotFound) || errors.Is(err, apperr.Invalid) {
 		none := &audience.Filter{Match: "any"} // no conditions under "any": nobody
 		k.segs[id] = none
