@@ -383,7 +383,7 @@ func TestWorkflowMessageFollowsLibrary(t *testing.T) {
 	})
 }
 
-// riverJobs counts the workflow_step jobs that are not finished.
+// liveStepJobs counts the workflow_step jobs that are not finished.
 func liveStepJobs(t *testing.T, s *server) int {
 	t.Helper()
 	var n int
