@@ -275,6 +275,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Content:       a.Content,
 		Audience:      a.Audience,
 		Workflows:     a.Workflows,
+		SendMetrics:   a.Emails,
 	})
 	a.Dashboard = dashboard.New(dashboard.Deps{DB: d, Accounts: a.Accounts, Contacts: a.Contacts, Senders: a.Senders,
 		Webhooks: a.Webhooks, Emails: a.Emails, Content: a.Content, Workflows: a.Workflows, Capture: a.Capture, Resolver: dashboard.Resolver(cfg.DNSServer),

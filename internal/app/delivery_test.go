@@ -91,6 +91,22 @@ func publishDKIM(t *testing.T, s *server, dns *deliverytest.DNS, d senders.Domai
 	}
 }
 
+// requireMetrics checks the counters of the sends enqueue made.
+func requireMetrics(t *testing.T, s *server, want emails.Metrics) {
+	t.Helper()
+	got, err := s.app.Emails.SourceMetrics(context.Background(), s.team, emails.SourceTransactional, "src1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("metrics %+v, want %+v", got, want)
+	}
+	other, err := s.app.Emails.SourceMetrics(context.Background(), s.team, emails.SourceCampaign, "src1")
+	if err != nil || other != (emails.Metrics{}) {
+		t.Fatalf("another source type: %+v %v", other, err)
+	}
+}
+
 func TestRelayDelivery(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
 		sink := deliverytest.NewSink(t, deliverytest.SinkOpts{TLS: true, Username: "relayuser", Password: "relaypass"})
@@ -172,6 +188,10 @@ func TestRelayDelivery(t *testing.T) {
 		if h := statuses(t, s, id); h != "queued,deferred,deferred,soft_bounced" { // 3 attempts: 1 + the schedule's 2 retries
 			t.Fatalf("history %s", h)
 		}
+
+		// Per-source counters: 2 delivered (one after a deferral), a hard
+		// bounce and a send refused as suppressed, 3 that soft-bounced.
+		requireMetrics(t, s, emails.Metrics{Sends: 6, Deliveries: 2, HardBounces: 2, SoftBounces: 3})
 	})
 }
 
@@ -228,6 +248,9 @@ func TestMXDeliveryAndBounces(t *testing.T) {
 	if ok, _ := s.app.Contacts.IsSuppressed(context.Background(), s.app.DB, s.team, "redacted@example.net"); !ok {
 		t.Fatal("complaint did not suppress")
 	}
+	// A delivered email later reported as spam counts as both; the DSN's hard
+	// bounce after delivery counts as a delivery and a hard bounce.
+	requireMetrics(t, s, emails.Metrics{Sends: 3, Deliveries: 3, HardBounces: 1, SpamReports: 1})
 	// Unknown sends and non-VERP addresses are ignored.
 	if err := s.app.Emails.HandleBounce(context.Background(), "postmaster@acme.test", raw); err != nil {
 		t.Fatal(err)

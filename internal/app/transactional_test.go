@@ -157,6 +157,24 @@ func TestTransactionalSend(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("once@example.org got %d emails", n)
 		}
+
+		// The email's metrics count what happened to its sends: four
+		// delivered, then a hard bounce.
+		sink.Program(deliverytest.Rule{Recipient: "gone@example.org", Code: 550, Enhanced: "5.1.1", Message: "no such user"})
+		expect(t, s.do(t, "POST", "/api/v1/transactional", fmt.Sprintf(`{"transactionalId":%q,"email":"gone@example.org","dataVariables":{"code":"1"}}`, id)), 200)
+		want := `{"deliveries":4,"hardBounces":1,"sends":5,"softBounces":0,"spamReports":0}`
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			r := s.do(t, "GET", "/api/v1/transactional-emails/"+id+"/metrics", "")
+			if r.status == 200 && strings.TrimSpace(r.raw) == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("metrics %d %s, want %s", r.status, r.raw, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		expect(t, s.do(t, "GET", "/api/v1/transactional-emails/cll42l54f20i1la0lfooe3z12/metrics", ""), 404)
 	})
 }
 

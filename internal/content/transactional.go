@@ -332,17 +332,3 @@ func (s *Service) Publish(ctx context.Context, teamID, id string) (Transactional
 	})
 	return out, err
 }
-
-// Metrics are a transactional email's all-time counters.
-type Metrics struct {
-	Sends, Deliveries, SpamReports, HardBounces, SoftBounces int64
-}
-
-// TransactionalMetrics returns the all-time counters of a transactional
-// email. Delivery does not record per-email counters yet, so they are zero.
-func (s *Service) TransactionalMetrics(ctx context.Context, teamID, id string) (Metrics, error) {
-	if _, err := s.Transactional(ctx, teamID, id); err != nil {
-		return Metrics{}, err
-	}
-	return Metrics{}, nil
-}

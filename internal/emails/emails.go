@@ -325,3 +325,34 @@ func (s *Service) identity(ctx context.Context, q db.Querier, x *Send) map[strin
 	}
 	return ident
 }
+
+// Metrics are the all-time counters of the sends of one source, such as a
+// transactional email. A send counts once per kind, whatever its later
+// status: a delivered email that is then reported as spam is both a
+// delivery and a spam report.
+type Metrics struct {
+	Sends       int64 // every send, including those refused as suppressed
+	Deliveries  int64 // accepted by the next hop
+	SpamReports int64 // complaints
+	HardBounces int64 // hard bounces, and sends to an already suppressed address
+	SoftBounces int64 // sends that soft-bounced at least once (retried or not)
+}
+
+// SourceMetrics counts the sends of a source from their status histories.
+func (s *Service) SourceMetrics(ctx context.Context, teamID, sourceType, sourceID string) (Metrics, error) {
+	var m Metrics
+	had := func(statuses string) string {
+		return `COALESCE(SUM(CASE WHEN EXISTS (SELECT 1 FROM send_events e WHERE e.send_id = s.id AND e.status IN (` + statuses + `)) THEN 1 ELSE 0 END), 0)`
+	}
+	err := s.db.QueryRow(ctx, `SELECT count(*),
+		COALESCE(SUM(CASE WHEN s.sent_at IS NOT NULL THEN 1 ELSE 0 END), 0),
+		`+had(`'complained'`)+`,
+		`+had(`'hard_bounced', 'suppressed'`)+`,
+		`+had(`'deferred', 'soft_bounced'`)+`
+		FROM sends s WHERE s.team_id = $1 AND s.source_type = $2 AND s.source_id = $3`, teamID, sourceType, sourceID).
+		Scan(&m.Sends, &m.Deliveries, &m.SpamReports, &m.HardBounces, &m.SoftBounces)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("send metrics: %w", err)
+	}
+	return m, nil
+}

@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/lasso-mail/lasso/internal/accounts"
 	"github.com/lasso-mail/lasso/internal/content"
+	"github.com/lasso-mail/lasso/internal/emails"
 )
 
 // transactionalJSON is TransactionalEmailResource (§6.9); the draft
@@ -155,12 +157,23 @@ func (a *API) publishTransactionalEmail(w http.ResponseWriter, r *http.Request, 
 	return nil
 }
 
-// transactionalMetrics returns all-time counters (zero until delivery
-// records them).
+// sendMetrics counts the sends of a source (emails.Service).
+type sendMetrics interface {
+	SourceMetrics(ctx context.Context, teamID, sourceType, sourceID string) (emails.Metrics, error)
+}
+
+// transactionalMetrics returns a transactional email's all-time counters,
+// counted from the sends made from it.
 func (a *API) transactionalMetrics(w http.ResponseWriter, r *http.Request, team accounts.Team) error {
-	m, err := a.Content.TransactionalMetrics(r.Context(), team.ID, r.PathValue("id"))
+	t, err := a.Content.Transactional(r.Context(), team.ID, r.PathValue("id"))
 	if err != nil {
 		return err
+	}
+	var m emails.Metrics
+	if a.SendMetrics != nil {
+		if m, err = a.SendMetrics.SourceMetrics(r.Context(), team.ID, emails.SourceTransactional, t.ID); err != nil {
+			return err
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"sends": m.Sends, "deliveries": m.Deliveries, "spamReports": m.SpamReports,
 		"hardBounces": m.HardBounces, "softBounces": m.SoftBounces})
