@@ -179,3 +179,77 @@ func TestWebhookRate(t *testing.T) {
 		t.Fatalf("test event: %v", got[0].body)
 	}
 }
+
+// TestWebhookPrune keeps 30 days of delivery history: older messages go
+// with their attempts, in batches, and a delivery job whose message was
+// pruned ends quietly.
+func TestWebhookPrune(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		clock := &testClock{t: time.Now()}
+		s := start(t, url, func(c *app.Config) { c.Now = clock.Now })
+		rc := &receiver{}
+		hook := httptest.NewServer(http.HandlerFunc(rc.handler))
+		defer hook.Close()
+		if _, err := s.app.Webhooks.Set(context.Background(), s.team, hook.URL, []string{"testing.testEvent"}); err != nil {
+			t.Fatal(err)
+		}
+		send := func(n int) {
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for w := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < n; i += 8 {
+						errs <- s.app.Webhooks.SendTest(context.Background(), s.team)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		count := func(q string) int {
+			var n int
+			if err := s.app.DB.QueryRow(context.Background(), q).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		send(1050) // more than one pruning batch
+		rc.wait(t, 5)
+		if count(`SELECT count(*) FROM webhook_attempts`) == 0 {
+			t.Fatal("no attempts recorded")
+		}
+		clock.Advance(29 * 24 * time.Hour)
+		send(5)
+		clock.Advance(2 * 24 * time.Hour) // the first 1050 are now 31 days old
+
+		n, err := s.app.Webhooks.Prune(context.Background())
+		if err != nil || n != 1050 {
+			t.Fatalf("pruned %d: %v", n, err)
+		}
+		if got := count(`SELECT count(*) FROM webhook_messages`); got != 5 {
+			t.Fatalf("%d messages left, want 5", got)
+		}
+		if got := count(`SELECT count(*) FROM webhook_attempts a WHERE NOT EXISTS (SELECT 1 FROM webhook_messages m WHERE m.id = a.message_id)`); got != 0 {
+			t.Fatalf("%d attempts of pruned messages left", got)
+		}
+		if n, err := s.app.Webhooks.Prune(context.Background()); err != nil || n != 0 {
+			t.Fatalf("second prune: %d %v", n, err)
+		}
+		// The 5 recent messages are still delivered, after the pruned ones'
+		// jobs have ended (the endpoint gets 10 per second).
+		deadline := time.Now().Add(30 * time.Second)
+		for count(`SELECT count(*) FROM webhook_messages WHERE status = 'delivered'`) < 5 {
+			if time.Now().After(deadline) {
+				t.Fatal("recent messages not delivered after pruning")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}

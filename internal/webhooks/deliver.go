@@ -76,6 +76,14 @@ func (w *Worker) Work(ctx context.Context, job *queue.Job[DeliverArgs]) error {
 	if w.Now != nil {
 		now = w.Now
 	}
+	var event, payload, status string
+	err := w.DB.QueryRow(ctx, `SELECT event_name, payload, status FROM webhook_messages WHERE id = $1`, job.Args.MessageID).Scan(&event, &payload, &status)
+	if errors.Is(err, db.ErrNoRows) || status == "delivered" {
+		return nil // pruned or already delivered: no rate token spent
+	}
+	if err != nil {
+		return err
+	}
 	// Over the team's rate: wait for the next token (queued, not dropped).
 	if r := w.limiter(job.Args.TeamID).Reserve(); r.Delay() > 0 {
 		if r.Delay() > 2*time.Second {
@@ -88,14 +96,6 @@ func (w *Worker) Work(ctx context.Context, job *queue.Job[DeliverArgs]) error {
 			r.Cancel()
 			return ctx.Err()
 		}
-	}
-	var event, payload, status string
-	err := w.DB.QueryRow(ctx, `SELECT event_name, payload, status FROM webhook_messages WHERE id = $1`, job.Args.MessageID).Scan(&event, &payload, &status)
-	if errors.Is(err, db.ErrNoRows) || status == "delivered" {
-		return nil // pruned or already delivered
-	}
-	if err != nil {
-		return err
 	}
 	svc := Service{db: w.DB}
 	ep, err := svc.Get(ctx, w.DB, job.Args.TeamID)

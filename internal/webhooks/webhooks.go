@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -273,13 +274,33 @@ func (s *Service) Messages(ctx context.Context, teamID string, limit int) ([]Mes
 	return out, rows.Err()
 }
 
-// Prune deletes messages (and their attempts) older than Retention.
+// pruneBatch is how many messages one pruning transaction deletes: a
+// month of history can be millions of rows, and on SQLite a transaction
+// holds the one writer that intake needs.
+const pruneBatch = 1000
+
+// Prune deletes messages older than Retention, with their attempts (ON
+// DELETE CASCADE), pruneBatch messages per transaction. It returns how many
+// messages it deleted.
 func (s *Service) Prune(ctx context.Context) (int64, error) {
 	cut := s.now().Add(-Retention).UnixMilli()
-	if _, err := s.db.Exec(ctx, `DELETE FROM webhook_attempts WHERE message_id IN (SELECT id FROM webhook_messages WHERE created_at < $1)`, cut); err != nil {
-		return 0, err
+	var total int64
+	for {
+		var n int64
+		err := s.db.InTx(ctx, func(tx db.Tx) error {
+			var err error
+			n, err = tx.Exec(ctx, `DELETE FROM webhook_messages WHERE id IN
+				(SELECT id FROM webhook_messages WHERE created_at < $1 ORDER BY created_at LIMIT `+strconv.Itoa(pruneBatch)+`)`, cut)
+			return err
+		})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune webhook history: %w", err)
+		}
+		if n < pruneBatch {
+			return total, nil
+		}
 	}
-	return s.db.Exec(ctx, `DELETE FROM webhook_messages WHERE created_at < $1`, cut)
 }
 
 // PruneArgs deletes expired delivery history. Kind "webhook_prune".
