@@ -79,6 +79,12 @@ async function shoot(name) {
     // their own wrapper).
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 1, `${name} at ${width}px overflows by ${overflow}px`);
+    // Every menu link is visible without scrolling the menu sideways.
+    const hidden = await page.evaluate(() =>
+      [...document.querySelectorAll("nav.nav a")]
+        .filter((a) => { const r = a.getBoundingClientRect(); return r.left < 0 || r.right > window.innerWidth + 1; })
+        .map((a) => a.textContent.trim()));
+    assert.deepEqual(hidden, [], `${name} at ${width}px: menu links outside the viewport`);
   }
   await page.setViewportSize({ width: 1280, height: 800 });
 }
