@@ -196,6 +196,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	queue.AddWorker(a.workers, webhookWorker)
 	pruneWorker := &webhooks.PruneWorker{}
 	queue.AddWorker(a.workers, pruneWorker)
+	housekeeping := &housekeepingWorker{log: log}
+	queue.AddWorker(a.workers, housekeeping)
 	recheckWorker := &dashboard.RecheckWorker{}
 	queue.AddWorker(a.workers, recheckWorker)
 	if err := a.openOutbound(); err != nil {
@@ -208,6 +210,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry,
 		Queues: map[string]int{emails.Queue: cfg.SendConcurrency},
 		Periodic: []queue.Periodic{{Interval: time.Hour, Args: func() queue.Args { return webhooks.PruneArgs{} }},
+			{Interval: time.Hour, Args: func() queue.Args { return HousekeepingArgs{} }},
 			{Interval: dashboard.RecheckInterval, Args: func() queue.Args { return dashboard.RecheckArgs{} }}}})
 	if err != nil {
 		d.Close()
@@ -281,6 +284,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Webhooks: a.Webhooks, Emails: a.Emails, Content: a.Content, Workflows: a.Workflows, Capture: a.Capture, Resolver: dashboard.Resolver(cfg.DNSServer),
 		PublicURL: a.PublicURL(), DataDir: cfg.DataDir, Logger: log, Now: cfg.Now})
 	recheckWorker.Dashboard = a.Dashboard
+	housekeeping.tasks = []pruneTask{
+		{"idempotency keys", a.Events.PruneIdempotencyKeys},
+		{"uploads", a.Content.PruneUploads},
+		{"sessions", a.Dashboard.PruneSessions},
+	}
 	return a, nil
 }
 

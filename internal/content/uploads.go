@@ -294,3 +294,55 @@ func (s *Service) OpenAsset(ctx context.Context, id, filename string) (*Asset, e
 	}
 	return &Asset{Body: rc, ContentType: ct, Size: size}, nil
 }
+
+// AbandonedUploadAge is how long an upload may stay uncompleted: past it,
+// PruneUploads deletes its row and stored bytes. It is well past the
+// pre-signed URL's life (UploadURLTTL, 1 h by default).
+const AbandonedUploadAge = 24 * time.Hour
+
+// PruneUploads deletes uploads that were never completed (pending,
+// uploaded, or rejected) within AbandonedUploadAge, with their stored
+// bytes, and returns how many it deleted. Each row is deleted only if it is
+// still not completed, and its bytes after it, so that a completion racing
+// the pruning keeps its file.
+func (s *Service) PruneUploads(ctx context.Context) (int64, error) {
+	cut := ms(s.now().Add(-AbandonedUploadAge))
+	var total int64
+	for {
+		rows, err := s.db.Query(ctx, `SELECT id FROM uploads WHERE state <> $1 AND created_at < $2 ORDER BY created_at LIMIT `+strconv.Itoa(db.PruneBatch),
+			uploadCompleted, cut)
+		if err != nil {
+			return total, fmt.Errorf("prune uploads: %w", err)
+		}
+		var batch []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return total, err
+			}
+			batch = append(batch, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return total, err
+		}
+		for _, id := range batch {
+			// The row goes first, unless the upload was completed meanwhile.
+			n, err := s.db.Exec(ctx, `DELETE FROM uploads WHERE id = $1 AND state <> $2`, id, uploadCompleted)
+			if err != nil {
+				return total, fmt.Errorf("prune upload %s: %w", id, err)
+			}
+			if n == 0 {
+				continue
+			}
+			total++
+			if err := s.cfg.Blobs.Delete(ctx, id); err != nil {
+				return total, fmt.Errorf("prune upload %s: delete stored bytes: %w", id, err)
+			}
+		}
+		if len(batch) < db.PruneBatch {
+			return total, nil
+		}
+	}
+}

@@ -236,6 +236,28 @@ func TestSetupLoginLogout(t *testing.T) {
 	})
 }
 
+// TestPruneSessions deletes sessions that expired without their cookie
+// coming back; live sessions keep working.
+func TestPruneSessions(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := start(t, dbURL, nil)
+		e.setup(t, "Acme", "owner@example.com")
+		e.browser(t).login("owner@example.com", password, http.StatusSeeOther)
+		e.clock.Add(15 * 24 * time.Hour) // past the 14-day session life
+		live := e.browser(t)
+		live.login("owner@example.com", password, http.StatusSeeOther)
+		n, err := e.app.Dashboard.PruneSessions(context.Background())
+		if err != nil || n != 2 {
+			t.Fatalf("pruned %d: %v", n, err)
+		}
+		var left int
+		if err := e.app.DB.QueryRow(context.Background(), `SELECT count(*) FROM sessions`).Scan(&left); err != nil || left != 1 {
+			t.Fatalf("%d sessions left: %v", left, err)
+		}
+		want(t, live.get("/"), 200, "Acme")
+	})
+}
+
 func TestCSRF(t *testing.T) {
 	e := start(t, testdb.URL(t, "sqlite"), nil)
 	b := e.setup(t, "Acme", "owner@example.com")

@@ -382,3 +382,9 @@ func (s *store) contactSendIDs(ctx context.Context, teamID, contactID string, li
 func normEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
 var errForbidden = fmt.Errorf("dashboard: %w", apperr.Forbidden)
+
+// PruneSessions deletes expired sessions (a session is otherwise deleted
+// only when its cookie comes back after expiry or at logout).
+func (d *Dashboard) PruneSessions(ctx context.Context) (int64, error) {
+	return db.Prune(ctx, d.store.db, "sessions", "token_hash", "expires_at < $1", "expires_at", d.now().UnixMilli())
+}

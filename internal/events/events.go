@@ -270,3 +270,10 @@ func (s *Service) Count(ctx context.Context, teamID, name string) (int64, error)
 	err := s.db.QueryRow(ctx, `SELECT count(*) FROM events WHERE team_id = $1 AND ($2 = '' OR name = $2)`, teamID, name).Scan(&n)
 	return n, err
 }
+
+// PruneIdempotencyKeys deletes keys older than IdempotencyWindow: they can
+// no longer refuse a request (ClaimIdempotencyKey overwrites them).
+func (s *Service) PruneIdempotencyKeys(ctx context.Context) (int64, error) {
+	return db.Prune(ctx, s.db, "idempotency_keys", "team_id, scope, key", "created_at < $1", "created_at",
+		s.now().Add(-IdempotencyWindow).UnixMilli())
+}

@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -274,33 +273,11 @@ func (s *Service) Messages(ctx context.Context, teamID string, limit int) ([]Mes
 	return out, rows.Err()
 }
 
-// pruneBatch is how many messages one pruning transaction deletes: a
-// month of history can be millions of rows, and on SQLite a transaction
-// holds the one writer that intake needs.
-const pruneBatch = 1000
-
 // Prune deletes messages older than Retention, with their attempts (ON
-// DELETE CASCADE), pruneBatch messages per transaction. It returns how many
-// messages it deleted.
+// DELETE CASCADE), in batches (db.Prune). It returns how many messages it
+// deleted.
 func (s *Service) Prune(ctx context.Context) (int64, error) {
-	cut := s.now().Add(-Retention).UnixMilli()
-	var total int64
-	for {
-		var n int64
-		err := s.db.InTx(ctx, func(tx db.Tx) error {
-			var err error
-			n, err = tx.Exec(ctx, `DELETE FROM webhook_messages WHERE id IN
-				(SELECT id FROM webhook_messages WHERE created_at < $1 ORDER BY created_at LIMIT `+strconv.Itoa(pruneBatch)+`)`, cut)
-			return err
-		})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("prune webhook history: %w", err)
-		}
-		if n < pruneBatch {
-			return total, nil
-		}
-	}
+	return db.Prune(ctx, s.db, "webhook_messages", "id", "created_at < $1", "created_at", s.now().Add(-Retention).UnixMilli())
 }
 
 // PruneArgs deletes expired delivery history. Kind "webhook_prune".
