@@ -50,7 +50,7 @@ KEY=$(bin/lasso keys create --team B --data-dir "$WORK/data" "${DBARGS[@]}")
 bin/lasso domains add --team B --domain example.com --verified --data-dir "$WORK/data" "${DBARGS[@]}" >/dev/null
 bin/lasso serve --data-dir "$WORK/data" "${DBARGS[@]}" --http-addr "127.0.0.1:$HTTP_PORT" \
 	--smtp-addr off --bounce-addr off --rate-limit=0 --log-level "$LOG_LEVEL" \
-	--smtp-relay "smtp://127.0.0.1:$SINK_PORT?tls=none" --hostname mta.bench.test >"$WORK/server.log" 2>&1 &
+	--smtp-relay "smtp://127.0.0.1:$SINK_PORT?tls=none" --hostname mta.bench.test ${SERVER_ARGS:-} >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$HTTP_PORT/api/v1/api-key" -H "Authorization: Bearer $KEY" && break; sleep 0.1; done
 
