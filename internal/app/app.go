@@ -190,6 +190,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	queue.AddWorker(a.workers, eventW)
 	stepWorker := &workflows.StepWorker{}
 	queue.AddWorker(a.workers, stepWorker)
+	rearmWorker := &workflows.RearmWorker{}
+	queue.AddWorker(a.workers, rearmWorker)
 	changedWorker := &workflows.ContactChangedWorker{}
 	queue.AddWorker(a.workers, changedWorker)
 	webhookWorker := &webhooks.Worker{DB: d, Now: cfg.Now, Schedule: cfg.WebhookRetrySchedule}
@@ -262,7 +264,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Workflows = workflows.New(d, workflows.Config{Messages: a.Content, Filters: a.Audience, Properties: a.Contacts, Now: cfg.Now})
 	a.Engine = workflows.NewEngine(a.Workflows, d, workflows.EngineConfig{Queue: a.Queue, Emails: a.Emails, Audience: a.Audience,
 		Messages: a.Content, Contacts: a.Contacts, Events: a.Events, Domains: a.Senders, Now: cfg.Now, TimerPoll: cfg.WorkflowTimerPoll, Logger: log})
-	eventW.engine, stepWorker.Engine, changedWorker.Engine = a.Engine, a.Engine, a.Engine
+	eventW.engine, stepWorker.Engine, changedWorker.Engine, rearmWorker.Engine = a.Engine, a.Engine, a.Engine, a.Engine
 	a.Contacts.SetChangeHook(a.Engine)
 	a.Emails.Register(emails.SourceLoop, a.Engine)
 	a.API = httpapi.New(httpapi.Deps{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"mime"
 	"net/mail"
 	"strings"
@@ -450,6 +451,52 @@ func TestWorkflowPauseHoldsContacts(t *testing.T) {
 			t.Fatalf("second email to %v: %.300s", msgs[1].To, msgs[1].Data)
 		}
 		waitRuns(t, s, c.id, "", "done", allDone(2))
+	})
+}
+
+// Resuming a workflow that holds more contacts than one rearm batch gives
+// every held run exactly one live job: runs admitted while
+// PausedAndQueueing start their wait, in several transactions.
+func TestWorkflowResumeManyHeld(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, url string) {
+		clock := &testClock{t: time.Now().UTC()}
+		s, _ := engineServer(t, url, clock)
+		c := timerWorkflow(t, s, "trial")
+		expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/pause", `{"queueing":true}`), 200, `"status":"PausedAndQueueing"`)
+		const held = 1100 // more than two batches of workflows.rearmBatch
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < held; i += 16 {
+					if r := s.do(t, "POST", "/api/v1/events/send", fmt.Sprintf(`{"eventName":"trial","email":"c%d@example.org","eventProperties":{"code":"x"}}`, i)); r.status != 200 {
+						t.Errorf("event %d: %d %s", i, r.status, r.raw)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		eventsIdle(t, s)
+		waitRuns(t, s, c.id, "", "held runs", func(rs []*workflows.Run) bool { return len(rs) == held })
+		if n := liveStepJobs(t, s); n != 0 {
+			t.Fatalf("%d step jobs while paused", n)
+		}
+
+		expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/resume", ""), 200, `"status":"Sending"`)
+		waitRuns(t, s, c.id, "", "every held run waiting on its timer", allWaiting(held))
+		deadline := time.Now().Add(15 * time.Second)
+		for liveStepJobs(t, s) != held {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d live step jobs for %d runs", liveStepJobs(t, s), held)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// The resume itself inserted one rearm job, not a job per run.
+		var rearms int
+		if err := s.app.DB.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'workflow_rearm' AND state = 'completed'`).Scan(&rearms); err != nil || rearms != 1 {
+			t.Fatalf("%d completed rearm jobs: %v", rearms, err)
+		}
 	})
 }
 

@@ -137,45 +137,114 @@ func NewEngine(svc *Service, d db.DB, cfg EngineConfig) *Engine {
 	return e
 }
 
-// rearm gives every queued run of a workflow that starts sending again a
-// step job (in the transaction that changes its status). While a workflow
-// is paused its runs have no live job: a step job that finds the workflow
-// paused ends, and runs admitted while PausedAndQueueing get none, so held
-// contacts cost nothing until the workflow resumes. The jobs run at once:
-// a run still waiting on a timer is then snoozed to the timer's end by the
-// worker that takes it, on that worker's clock (the resuming process may be
-// the CLI, with a clock of its own).
+// RearmArgs is the job that gives the queued runs of a workflow that
+// starts sending again their step jobs. Kind "workflow_rearm".
+type RearmArgs struct {
+	WorkflowID string `json:"workflow_id"`
+}
+
+// Kind implements queue.Args.
+func (RearmArgs) Kind() string { return "workflow_rearm" }
+
+// RearmWorker works workflow_rearm jobs. Set Engine before the queue starts.
+type RearmWorker struct {
+	queue.WorkerDefaults[RearmArgs]
+	Engine *Engine
+}
+
+// Work implements queue.Worker.
+func (w *RearmWorker) Work(ctx context.Context, job *queue.Job[RearmArgs]) error {
+	return w.Engine.Rearm(ctx, job.Args.WorkflowID)
+}
+
+// rearmBatch is how many runs one rearm transaction gives a job.
+const rearmBatch = 500
+
+// rearm schedules Rearm in the transaction that sets the workflow sending.
+// While a workflow is paused its runs have no live job: a step job that
+// finds the workflow paused ends, and runs admitted while
+// PausedAndQueueing get none, so held contacts cost nothing until the
+// workflow resumes.
 func (e *Engine) rearm(ctx context.Context, tx db.Tx, w *Workflow) error {
-	if _, err := tx.Exec(ctx, `UPDATE workflow_runs SET seq = seq + 1 WHERE workflow_id = $1 AND status = $2`, w.ID, RunQueued); err != nil {
-		return fmt.Errorf("rearm runs: %w", err)
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM workflow_runs WHERE workflow_id = $1 AND status = $2 LIMIT 1`, w.ID, RunQueued).Scan(&one)
+	if errors.Is(err, db.ErrNoRows) {
+		return nil // nobody held (a first start): nothing to rearm
 	}
-	rows, err := tx.Query(ctx, `SELECT id, seq FROM workflow_runs WHERE workflow_id = $1 AND status = $2`, w.ID, RunQueued)
 	if err != nil {
 		return fmt.Errorf("rearm runs: %w", err)
 	}
-	type arm struct {
-		id  string
-		seq int64
-	}
-	var arms []arm
-	for rows.Next() {
-		var a arm
-		if err := rows.Scan(&a.id, &a.seq); err != nil {
+	return e.cfg.Queue.InsertTx(ctx, tx, RearmArgs{WorkflowID: w.ID}, nil)
+}
+
+// Rearm gives every queued run of the workflow a step job that runs at
+// once, rearmBatch runs per transaction (a workflow may hold very many
+// contacts, and on SQLite a transaction holds the one writer that intake
+// needs). A run still waiting on a timer is then snoozed to the timer's end
+// by the worker that takes it. Each run's seq is bumped with its new job,
+// so a job left from before the pause, or from an earlier Rearm that was
+// interrupted and is retried, does nothing. Rearm stops when the workflow is
+// no longer sending.
+func (e *Engine) Rearm(ctx context.Context, workflowID string) error {
+	after := ""
+	for {
+		var last string
+		var n int
+		err := e.db.InTx(ctx, func(tx db.Tx) error {
+			var status string
+			err := tx.QueryRow(ctx, `SELECT status FROM workflows WHERE id = $1 AND deleted_at IS NULL`, workflowID).Scan(&status)
+			if errors.Is(err, db.ErrNoRows) || status != StatusSending {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, `SELECT id, seq FROM workflow_runs WHERE workflow_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT `+strconv.Itoa(rearmBatch),
+				workflowID, RunQueued, after)
+			if err != nil {
+				return err
+			}
+			type arm struct {
+				id  string
+				seq int64
+			}
+			var arms []arm
+			for rows.Next() {
+				var a arm
+				if err := rows.Scan(&a.id, &a.seq); err != nil {
+					rows.Close()
+					return err
+				}
+				arms = append(arms, a)
+			}
 			rows.Close()
-			return err
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, a := range arms {
+				k, err := tx.Exec(ctx, `UPDATE workflow_runs SET seq = seq + 1 WHERE id = $1 AND seq = $2 AND status = $3`, a.id, a.seq, RunQueued)
+				if err != nil {
+					return err
+				}
+				if k == 1 { // else a step job moved the run meanwhile: it has its job
+					if err := e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: a.id, Seq: a.seq + 1}, nil); err != nil {
+						return err
+					}
+				}
+			}
+			if n = len(arms); n > 0 {
+				last = arms[n-1].id
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("rearm runs: %w", err)
 		}
-		arms = append(arms, a)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, a := range arms {
-		if err := e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: a.id, Seq: a.seq}, nil); err != nil {
-			return err
+		if n < rearmBatch {
+			return nil
 		}
+		after = last
 	}
-	return nil
 }
 
 // Run is a contact's run through a workflow.
