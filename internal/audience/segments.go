@@ -41,12 +41,7 @@ func (g Segment) JSON() map[string]any {
 }
 
 // SegmentList is one page of segments, newest first.
-type SegmentList struct {
-	Items      []Segment
-	Total      int
-	PerPage    int
-	NextCursor string // the id of the first segment of the next page; "" on the last
-}
+type SegmentList = db.List[Segment]
 
 const segmentCols = `id, name, description, filter, created_at, updated_at`
 
@@ -138,43 +133,8 @@ func (s *Service) ListSegments(ctx context.Context, teamID, afterCursor string, 
 	if perPage < 1 {
 		return out, invalid("perPage must be positive.")
 	}
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM audience_segments WHERE team_id = $1`, teamID).Scan(&out.Total); err != nil {
-		return out, fmt.Errorf("list segments: %w", err)
-	}
-	cond, args := `team_id = $1`, []any{teamID}
-	if afterCursor != "" {
-		var at int64
-		err := s.db.QueryRow(ctx, `SELECT created_at FROM audience_segments WHERE team_id = $1 AND id = $2`, teamID, afterCursor).Scan(&at)
-		if errors.Is(err, db.ErrNoRows) {
-			return out, invalid("Invalid cursor.")
-		}
-		if err != nil {
-			return out, fmt.Errorf("list segments: %w", err)
-		}
-		cond += ` AND (created_at < $2 OR (created_at = $2 AND id <= $3))`
-		args = append(args, at, afterCursor)
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+segmentCols+` FROM audience_segments WHERE `+cond+
-		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT %d`, perPage+1), args...)
-	if err != nil {
-		return out, fmt.Errorf("list segments: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		g, err := scanSegment(rows)
-		if err != nil {
-			return out, err
-		}
-		out.Items = append(out.Items, g)
-	}
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
-	if len(out.Items) > perPage {
-		out.NextCursor = out.Items[perPage].ID
-		out.Items = out.Items[:perPage]
-	}
-	return out, nil
+	return db.Paginate(ctx, s.db, db.Listing{Table: "audience_segments", Cols: segmentCols, Where: `team_id = $1`, Args: []any{teamID}},
+		db.Page{PerPage: perPage, Cursor: afterCursor}, func(r db.Rows) (Segment, error) { return scanSegment(r) }, func(g Segment) string { return g.ID })
 }
 
 // SegmentFilter returns the filter of a segment (for campaigns and workflow

@@ -163,75 +163,19 @@ func (s *Service) ensureDefaults(ctx context.Context, teamID string) error {
 	return nil
 }
 
-// Page selects one page of a list: PerPage items starting at Cursor (the id
-// of the first item, as returned in NextCursor; "" for the first page).
-type Page struct {
-	PerPage int
-	Cursor  string
-}
-
-// List is one page of a list, most recently created first.
-type List[T any] struct {
-	Items      []T
-	Total      int
-	PerPage    int
-	NextCursor string // "" on the last page
-}
-
-// paginate lists rows of table matching where (which uses $1…$len(args))
-// newest first, with keyset pagination on (created_at, id).
-func paginate[T any](ctx context.Context, q db.Querier, table, cols, where string, args []any, p Page, scan func(db.Rows) (T, error)) (List[T], error) {
-	out := List[T]{PerPage: p.PerPage, Items: []T{}}
-	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM `+table+` WHERE `+where, args...).Scan(&out.Total); err != nil {
-		return out, err
-	}
-	cond := where
-	qargs := append([]any{}, args...)
-	if p.Cursor != "" {
-		var at int64
-		err := q.QueryRow(ctx, `SELECT created_at FROM `+table+` WHERE `+where+fmt.Sprintf(` AND id = $%d`, len(args)+1), append(append([]any{}, args...), p.Cursor)...).Scan(&at)
-		if err == db.ErrNoRows {
-			return out, apperr.New(apperr.Invalid, "Invalid cursor.")
-		}
-		if err != nil {
-			return out, err
-		}
-		n := len(args)
-		cond += fmt.Sprintf(` AND (created_at < $%d OR (created_at = $%d AND id <= $%d))`, n+1, n+1, n+2)
-		qargs = append(qargs, at, p.Cursor)
-	}
-	rows, err := q.Query(ctx, `SELECT `+cols+` FROM `+table+` WHERE `+cond+fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT %d`, p.PerPage+1), qargs...)
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
-	var keys []string
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return out, err
-		}
-		out.Items = append(out.Items, v)
-		keys = append(keys, idOf(v))
-	}
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
-	if len(out.Items) > p.PerPage {
-		out.NextCursor = keys[p.PerPage]
-		out.Items = out.Items[:p.PerPage]
-	}
-	return out, nil
-}
+// Page and List are the keyset pagination of every list (db.Paginate).
+type (
+	Page        = db.Page
+	List[T any] = db.List[T]
+)
 
 // ider is implemented by every listed type.
 type ider interface{ id() string }
 
-func idOf(v any) string {
-	if i, ok := v.(ider); ok {
-		return i.id()
-	}
-	return ""
+// paginate lists rows of table matching where (which uses $1…$len(args))
+// newest first, with keyset pagination on (created_at, id).
+func paginate[T ider](ctx context.Context, q db.Querier, table, cols, where string, args []any, p Page, scan func(db.Rows) (T, error)) (List[T], error) {
+	return db.Paginate(ctx, q, db.Listing{Table: table, Cols: cols, Where: where, Args: args}, p, scan, T.id)
 }
 
 // checkID returns 400 for something that cannot be an id.

@@ -31,12 +31,7 @@ type PatternProperty struct {
 }
 
 // PatternList is one page of patterns, newest first.
-type PatternList struct {
-	Items      []Pattern
-	Total      int
-	PerPage    int
-	NextCursor string // the id of the first pattern of the next page; "" on the last
-}
+type PatternList = db.List[Pattern]
 
 const patternCols = `id, name, created_at, updated_at`
 
@@ -59,43 +54,8 @@ func (s *Service) ListPatterns(ctx context.Context, teamID, cursor string, perPa
 	if perPage < 1 {
 		return out, apperr.New(apperr.Invalid, "perPage must be positive.")
 	}
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM event_patterns WHERE team_id = $1`, teamID).Scan(&out.Total); err != nil {
-		return out, fmt.Errorf("list event patterns: %w", err)
-	}
-	cond, args := `team_id = $1`, []any{teamID}
-	if cursor != "" {
-		var at int64
-		err := s.db.QueryRow(ctx, `SELECT created_at FROM event_patterns WHERE team_id = $1 AND id = $2`, teamID, cursor).Scan(&at)
-		if errors.Is(err, db.ErrNoRows) {
-			return out, apperr.New(apperr.Invalid, "Invalid cursor.")
-		}
-		if err != nil {
-			return out, fmt.Errorf("list event patterns: %w", err)
-		}
-		cond += ` AND (created_at < $2 OR (created_at = $2 AND id <= $3))`
-		args = append(args, at, cursor)
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+patternCols+` FROM event_patterns WHERE `+cond+
-		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT %d`, perPage+1), args...)
-	if err != nil {
-		return out, fmt.Errorf("list event patterns: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		p, err := scanPattern(rows)
-		if err != nil {
-			return out, err
-		}
-		out.Items = append(out.Items, p)
-	}
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
-	if len(out.Items) > perPage {
-		out.NextCursor = out.Items[perPage].ID
-		out.Items = out.Items[:perPage]
-	}
-	return out, nil
+	return db.Paginate(ctx, s.db, db.Listing{Table: "event_patterns", Cols: patternCols, Where: `team_id = $1`, Args: []any{teamID}},
+		db.Page{PerPage: perPage, Cursor: cursor}, func(r db.Rows) (Pattern, error) { return scanPattern(r) }, func(p Pattern) string { return p.ID })
 }
 
 // GetPattern returns one pattern with its properties: apperr.Invalid for

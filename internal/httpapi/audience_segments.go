@@ -6,7 +6,6 @@ import (
 	"github.com/lasso-mail/lasso/internal/accounts"
 	"github.com/lasso-mail/lasso/internal/apperr"
 	"github.com/lasso-mail/lasso/internal/audience"
-	"github.com/lasso-mail/lasso/internal/content"
 )
 
 // Audience segments (§5.13, §6.6). Unlike campaigns and email messages they
@@ -21,7 +20,7 @@ func (a *API) listAudienceSegments(w http.ResponseWriter, r *http.Request, team 
 	if err != nil {
 		return err
 	}
-	writePage(w, r, a.PublicURL, content.List[audience.Segment]{Items: l.Items, Total: l.Total, PerPage: l.PerPage, NextCursor: l.NextCursor},
+	writePage(w, r, a.PublicURL, l,
 		func(g audience.Segment) any { return g.JSON() })
 	return nil
 }

@@ -43,8 +43,10 @@ type paged struct {
 }
 
 // writePage writes the pagination envelope of §3; nextPage is the absolute
-// URL of the same endpoint (as requested) with cursor then perPage.
-func writePage[T any](w http.ResponseWriter, r *http.Request, publicURL string, l content.List[T], conv func(T) any) {
+// URL of the same endpoint (as requested) with cursor then perPage, then
+// the filters given (name, value; empty values left out), so that
+// following it lists the same items.
+func writePage[T any](w http.ResponseWriter, r *http.Request, publicURL string, l content.List[T], conv func(T) any, filters ...[2]string) {
 	out := paged{Data: make([]any, 0, len(l.Items))}
 	for _, it := range l.Items {
 		out.Data = append(out.Data, conv(it))
@@ -56,6 +58,11 @@ func writePage[T any](w http.ResponseWriter, r *http.Request, publicURL string, 
 	if l.NextCursor != "" {
 		c := l.NextCursor
 		next := fmt.Sprintf("%s%s?cursor=%s&perPage=%d", publicURL, r.URL.Path, url.QueryEscape(c), l.PerPage)
+		for _, kv := range filters {
+			if kv[1] != "" {
+				next += "&" + kv[0] + "=" + url.QueryEscape(kv[1])
+			}
+		}
 		out.Pagination.NextCursor, out.Pagination.NextPage = &c, &next
 	}
 	writeJSON(w, http.StatusOK, out)

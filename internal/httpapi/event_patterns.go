@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/lasso-mail/lasso/internal/accounts"
-	"github.com/lasso-mail/lasso/internal/content"
 	"github.com/lasso-mail/lasso/internal/events"
 )
 
@@ -37,7 +36,7 @@ func (a *API) listEventPatterns(w http.ResponseWriter, r *http.Request, team acc
 	if err != nil {
 		return err
 	}
-	writePage(w, r, a.PublicURL, content.List[events.Pattern]{Items: l.Items, Total: l.Total, PerPage: l.PerPage, NextCursor: l.NextCursor},
+	writePage(w, r, a.PublicURL, l,
 		func(p events.Pattern) any { return patternSummary(p) })
 	return nil
 }

@@ -11,13 +11,10 @@ package httpapi
 // Another team's workflow or run is a 404.
 
 import (
-	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/lasso-mail/lasso/internal/accounts"
-	"github.com/lasso-mail/lasso/internal/content"
 	"github.com/lasso-mail/lasso/internal/workflows"
 )
 
@@ -76,32 +73,9 @@ func (a *API) listWorkflowRuns(w http.ResponseWriter, r *http.Request, team acco
 	if err != nil {
 		return err
 	}
-	writeRunsPage(w, r, a.PublicURL, l, f)
+	writePage(w, r, a.PublicURL, l, func(v workflows.RunView) any { return runOut(v) },
+		[2]string{"contactId", f.ContactID}, [2]string{"email", f.Email}, [2]string{"status", f.Status})
 	return nil
-}
-
-// writeRunsPage is writePage whose nextPage keeps the filters (after cursor
-// and perPage), so that following it lists the same runs.
-func writeRunsPage(w http.ResponseWriter, r *http.Request, publicURL string, l content.List[workflows.RunView], f workflows.RunFilter) {
-	out := paged{Data: make([]any, 0, len(l.Items))}
-	for _, it := range l.Items {
-		out.Data = append(out.Data, runOut(it))
-	}
-	out.Pagination = pagination{TotalResults: l.Total, ReturnedResults: len(l.Items), PerPage: l.PerPage}
-	if l.PerPage > 0 {
-		out.Pagination.TotalPages = (l.Total + l.PerPage - 1) / l.PerPage
-	}
-	if l.NextCursor != "" {
-		c := l.NextCursor
-		next := fmt.Sprintf("%s%s?cursor=%s&perPage=%d", publicURL, r.URL.Path, url.QueryEscape(c), l.PerPage)
-		for _, kv := range [][2]string{{"contactId", f.ContactID}, {"email", f.Email}, {"status", f.Status}} {
-			if kv[1] != "" {
-				next += "&" + kv[0] + "=" + url.QueryEscape(kv[1])
-			}
-		}
-		out.Pagination.NextCursor, out.Pagination.NextPage = &c, &next
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *API) getWorkflowRun(w http.ResponseWriter, r *http.Request, team accounts.Team) error {

@@ -100,43 +100,9 @@ func (s *Service) ListRuns(ctx context.Context, teamID, workflowID string, f Run
 		}
 		where += ` AND status = ` + arg(f.Status)
 	}
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM workflow_runs WHERE `+where, args...).Scan(&out.Total); err != nil {
-		return out, fmt.Errorf("count runs: %w", err)
-	}
-	if p.Cursor != "" {
-		var at int64
-		err := s.db.QueryRow(ctx, `SELECT created_at FROM workflow_runs WHERE team_id = $1 AND workflow_id = $2 AND id = $3`,
-			teamID, workflowID, p.Cursor).Scan(&at)
-		if errors.Is(err, db.ErrNoRows) {
-			return out, apperr.New(apperr.Invalid, "Invalid cursor.")
-		}
-		if err != nil {
-			return out, fmt.Errorf("list runs: %w", err)
-		}
-		a := arg(at)
-		where += ` AND (created_at < ` + a + ` OR (created_at = ` + a + ` AND id <= ` + arg(p.Cursor) + `))`
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+runViewCols+` FROM workflow_runs WHERE `+where+
-		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT %d`, p.PerPage+1), args...)
-	if err != nil {
-		return out, fmt.Errorf("list runs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scanRunView(rows)
-		if err != nil {
-			return out, err
-		}
-		out.Items = append(out.Items, v)
-	}
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
-	if len(out.Items) > p.PerPage {
-		out.NextCursor = out.Items[p.PerPage].ID
-		out.Items = out.Items[:p.PerPage]
-	}
-	return out, nil
+	return db.Paginate(ctx, s.db, db.Listing{Table: "workflow_runs", Cols: runViewCols, Where: where, Args: args,
+		CursorWhere: `team_id = $1 AND workflow_id = $2`, CursorArgs: []any{teamID, workflowID}},
+		p, func(r db.Rows) (RunView, error) { return scanRunView(r) }, func(v RunView) string { return v.ID })
 }
 
 // GetRun returns a run of the team (of any of its workflows, deleted ones

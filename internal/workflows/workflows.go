@@ -307,44 +307,18 @@ func (s *Service) derive(ctx context.Context, q db.Querier, w *Workflow) error {
 // List lists a team's workflows (without graphs), most recently created
 // first.
 func (s *Service) List(ctx context.Context, teamID string, p content.Page) (content.List[Workflow], error) {
-	out := content.List[Workflow]{PerPage: p.PerPage, Items: []Workflow{}}
-	const where = `team_id = $1 AND deleted_at IS NULL`
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM workflows WHERE `+where, teamID).Scan(&out.Total); err != nil {
-		return out, fmt.Errorf("count workflows: %w", err)
-	}
-	cond, args := where, []any{teamID}
-	if p.Cursor != "" {
-		var at int64
-		err := s.db.QueryRow(ctx, `SELECT created_at FROM workflows WHERE `+where+` AND id = $2`, teamID, p.Cursor).Scan(&at)
-		if errors.Is(err, db.ErrNoRows) {
-			return out, apperr.New(apperr.Invalid, "Invalid cursor.")
-		}
-		if err != nil {
-			return out, err
-		}
-		cond += ` AND (created_at < $2 OR (created_at = $2 AND id <= $3))`
-		args = append(args, at, p.Cursor)
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+wfCols+` FROM workflows WHERE `+cond+fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT %d`, p.PerPage+1), args...)
+	l, err := db.Paginate(ctx, s.db, db.Listing{Table: "workflows", Cols: wfCols, Where: `team_id = $1 AND deleted_at IS NULL`, Args: []any{teamID}},
+		p, func(r db.Rows) (Workflow, error) {
+			w, err := scanWorkflow(r)
+			if err != nil {
+				return Workflow{}, err
+			}
+			return *w, nil
+		}, func(w Workflow) string { return w.ID })
 	if err != nil {
-		return out, fmt.Errorf("list workflows: %w", err)
+		return l, fmt.Errorf("list workflows: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		w, err := scanWorkflow(rows)
-		if err != nil {
-			return out, err
-		}
-		out.Items = append(out.Items, *w)
-	}
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
-	if len(out.Items) > p.PerPage {
-		out.NextCursor = out.Items[p.PerPage].ID
-		out.Items = out.Items[:p.PerPage]
-	}
-	return out, nil
+	return l, nil
 }
 
 // Get returns a workflow with its graph.
