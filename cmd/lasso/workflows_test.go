@@ -10,33 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lasso-mail/lasso/internal/app"
 	"github.com/lasso-mail/lasso/internal/ids"
+	"github.com/lasso-mail/lasso/internal/testclock"
 	"github.com/lasso-mail/lasso/internal/testdb"
 	"github.com/lasso-mail/lasso/internal/workflows"
 )
-
-// cliClock is the app clock the test moves forward.
-type cliClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *cliClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *cliClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // rows splits command output into lines of fields, dropping the header.
 func rows(out string) [][]string {
@@ -56,7 +38,7 @@ func TestWorkflowsCLI(t *testing.T) {
 		ctx := context.Background()
 		dir := t.TempDir()
 		t0 := time.Now().UTC().Truncate(time.Millisecond)
-		clock := &cliClock{t: t0}
+		clock := testclock.New(t0)
 		a, err := app.Open(ctx, app.Config{DatabaseURL: dbURL, DataDir: dir, RateLimit: -1, Now: clock.Now, WorkflowTimerPoll: 50 * time.Millisecond}, nil)
 		if err != nil {
 			t.Fatal(err)

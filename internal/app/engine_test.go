@@ -18,31 +18,14 @@ import (
 	"github.com/lasso-mail/lasso/internal/delivery/deliverytest"
 	"github.com/lasso-mail/lasso/internal/events"
 	"github.com/lasso-mail/lasso/internal/lmx"
+	"github.com/lasso-mail/lasso/internal/testclock"
 	"github.com/lasso-mail/lasso/internal/testdb"
 	"github.com/lasso-mail/lasso/internal/workflows"
 )
 
-// testClock is a clock the test moves forward.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // engineServer is relayServer with a clock the test controls and workflow
 // timers that re-check it every 50 ms.
-func engineServer(t *testing.T, url string, clock *testClock) (*server, *deliverytest.Sink) {
+func engineServer(t *testing.T, url string, clock *testclock.Clock) (*server, *deliverytest.Sink) {
 	t.Helper()
 	sink := deliverytest.NewSink(t)
 	s := start(t, url, func(c *app.Config) {
@@ -131,7 +114,7 @@ func allDone(n int) func([]*workflows.Run) bool {
 
 func TestWorkflowEngineEndToEnd(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, sink := engineServer(t, url, clock)
 		ctx := context.Background()
 		expect(t, s.do(t, "POST", "/api/v1/contacts/properties", `{"name":"country","type":"string"}`), 200)
@@ -267,7 +250,7 @@ func timerWorkflow(t *testing.T, s *server, event string) *wfClient {
 // a durable scheduled job, and the run's state is in the database.
 func TestWorkflowTimerSurvivesRestart(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, sink := engineServer(t, url, clock)
 		c := timerWorkflow(t, s, "trial")
 		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"ann@example.org","firstName":"Ann","eventProperties":{"code":"X42"}}`), 200)
@@ -319,7 +302,7 @@ func TestWorkflowTimerSurvivesRestart(t *testing.T) {
 // instead of failing the step for ever.
 func TestWorkflowContactDeletedMidRun(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, sink := engineServer(t, url, clock)
 		c := timerWorkflow(t, s, "trial")
 		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"gone@example.org","eventProperties":{"code":"Z"}}`), 200)
@@ -342,7 +325,7 @@ func TestWorkflowContactDeletedMidRun(t *testing.T) {
 // the same millisecond (the clock here never moves).
 func TestWorkflowMessageFollowsLibrary(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, _ := engineServer(t, url, clock)
 		ctx := context.Background()
 		comp := s.do(t, "POST", "/api/v1/components", `{"name":"Sig","lmx":"<Paragraph>Sig one</Paragraph>"}`)
@@ -399,7 +382,7 @@ func liveStepJobs(t *testing.T, s *server) int {
 // contacts without moving them, and resuming moves every held contact on.
 func TestWorkflowPauseHoldsContacts(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, sink := engineServer(t, url, clock)
 		c := timerWorkflow(t, s, "trial")
 		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"eventName":"trial","email":"ann@example.org","firstName":"Ann","eventProperties":{"code":"A"}}`), 200)
@@ -459,7 +442,7 @@ func TestWorkflowPauseHoldsContacts(t *testing.T) {
 // PausedAndQueueing start their wait, in several transactions.
 func TestWorkflowResumeManyHeld(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, _ := engineServer(t, url, clock)
 		c := timerWorkflow(t, s, "trial")
 		expect(t, s.do(t, "POST", "/api/lasso/workflows/"+c.id+"/pause", `{"queueing":true}`), 200, `"status":"PausedAndQueueing"`)
@@ -505,7 +488,7 @@ func TestWorkflowResumeManyHeld(t *testing.T) {
 // send instead of delivering it.
 func TestWorkflowSendNeedsVerifiedDomain(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, sink := engineServer(t, url, clock)
 		ctx := context.Background()
 		c := timerWorkflow(t, s, "trial")

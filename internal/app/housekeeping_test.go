@@ -11,6 +11,7 @@ import (
 
 	"github.com/lasso-mail/lasso/internal/app"
 	"github.com/lasso-mail/lasso/internal/db"
+	"github.com/lasso-mail/lasso/internal/testclock"
 	"github.com/lasso-mail/lasso/internal/testdb"
 )
 
@@ -19,7 +20,7 @@ import (
 // stored bytes; live keys, completed uploads and their files stay.
 func TestHousekeeping(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now()}
+		clock := testclock.New(time.Now())
 		s := start(t, url, func(c *app.Config) { c.Now = clock.Now })
 		ctx := context.Background()
 		if _, err := s.app.Senders.Add(ctx, s.team, "example.com", true); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lasso-mail/lasso/internal/contacts"
+	"github.com/lasso-mail/lasso/internal/testclock"
 	"github.com/lasso-mail/lasso/internal/testdb"
 	"github.com/lasso-mail/lasso/internal/workflows"
 )
@@ -74,7 +75,7 @@ func runCount(t *testing.T, s *server, wfID, contactID string) int {
 
 func TestContactAddedTrigger(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, sink := engineServer(t, url, clock)
 		c := triggerWorkflow(t, s, "Welcome", nil, map[string]any{"typeName": "SignupTrigger"})
 
@@ -118,7 +119,7 @@ func TestContactAddedTrigger(t *testing.T) {
 
 func TestContactPropertyTrigger(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, sink := engineServer(t, url, clock)
 		ctx := context.Background()
 		expect(t, s.do(t, "POST", "/api/v1/contacts/properties", `{"name":"plan","type":"string"}`), 200)
@@ -176,7 +177,7 @@ func TestContactPropertyTrigger(t *testing.T) {
 
 func TestAddedToListTrigger(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now().UTC()}
+		clock := testclock.New(time.Now().UTC())
 		s, sink := engineServer(t, url, clock)
 		ctx := context.Background()
 		news, err := s.app.Contacts.CreateList(ctx, s.team, "News", "", true)

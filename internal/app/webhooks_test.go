@@ -14,6 +14,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/lasso-mail/lasso/internal/app"
+	"github.com/lasso-mail/lasso/internal/testclock"
 	"github.com/lasso-mail/lasso/internal/testdb"
 )
 
@@ -185,7 +186,7 @@ func TestWebhookRate(t *testing.T) {
 // pruned ends quietly.
 func TestWebhookPrune(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
-		clock := &testClock{t: time.Now()}
+		clock := testclock.New(time.Now())
 		s := start(t, url, func(c *app.Config) { c.Now = clock.Now })
 		rc := &receiver{}
 		hook := httptest.NewServer(http.HandlerFunc(rc.handler))

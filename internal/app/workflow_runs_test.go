@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lasso-mail/lasso/internal/ids"
+	"github.com/lasso-mail/lasso/internal/testclock"
 	"github.com/lasso-mail/lasso/internal/testdb"
 	"github.com/lasso-mail/lasso/internal/workflows"
 )
@@ -64,7 +65,7 @@ func checkRunJSON(t *testing.T, got map[string]any, want *workflows.Run, email s
 func TestWorkflowRunsAPI(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		t0 := time.Now().UTC().Truncate(time.Millisecond)
-		clock := &testClock{t: t0}
+		clock := testclock.New(t0)
 		s, _ := engineServer(t, dbURL, clock)
 		expect(t, s.do(t, "POST", "/api/v1/contacts/properties", `{"name":"country","type":"string"}`), 200)
 

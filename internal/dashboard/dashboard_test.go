@@ -21,31 +21,19 @@ import (
 	"github.com/lasso-mail/lasso/internal/dashboard"
 	"github.com/lasso-mail/lasso/internal/delivery/deliverytest"
 	"github.com/lasso-mail/lasso/internal/ids"
+	"github.com/lasso-mail/lasso/internal/testclock"
 	"github.com/lasso-mail/lasso/internal/testdb"
 )
-
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 type env struct {
 	app   *app.App
 	url   string
-	clock *clock
+	clock *testclock.Clock
 }
 
 func start(t *testing.T, dbURL string, mutate func(*app.Config)) *env {
 	t.Helper()
-	clk := &clock{t: time.Now()}
+	clk := testclock.New(time.Now())
 	cfg := app.Config{DatabaseURL: dbURL, DataDir: t.TempDir(), RateLimit: -1, Now: clk.Now}
 	if mutate != nil {
 		mutate(&cfg)
@@ -243,7 +231,7 @@ func TestPruneSessions(t *testing.T) {
 		e := start(t, dbURL, nil)
 		e.setup(t, "Acme", "owner@example.com")
 		e.browser(t).login("owner@example.com", password, http.StatusSeeOther)
-		e.clock.Add(15 * 24 * time.Hour) // past the 14-day session life
+		e.clock.Advance(15 * 24 * time.Hour) // past the 14-day session life
 		live := e.browser(t)
 		live.login("owner@example.com", password, http.StatusSeeOther)
 		n, err := e.app.Dashboard.PruneSessions(context.Background())
@@ -297,7 +285,7 @@ func TestLoginThrottling(t *testing.T) {
 	}
 	// Locked: even the right password is refused for the window.
 	want(t, b.login("owner@example.com", password, http.StatusTooManyRequests), 429, "Too many failed attempts")
-	e.clock.Add(16 * time.Minute)
+	e.clock.Advance(16 * time.Minute)
 	b.login("owner@example.com", password, http.StatusSeeOther)
 
 	// Per client address: many accounts from one IP are throttled too.
@@ -553,7 +541,7 @@ func TestContactsPagination(t *testing.T) {
 				in.MailingLists = map[string]bool{list.ID: true}
 			}
 			if i%10 == 0 {
-				e.clock.Add(time.Millisecond) // ties and distinct times both occur
+				e.clock.Advance(time.Millisecond) // ties and distinct times both occur
 			}
 			if _, err := e.app.Contacts.Update(context.Background(), tm.ID, in); err != nil {
 				t.Fatal(err)

@@ -61,12 +61,12 @@ func TestDomainRecheck(t *testing.T) {
 	want(t, b.get(domainPage), 200, "Last checked", `data-status="missing"`)
 	recheck(0)
 	publish(true)
-	e.clock.Add(dashboard.RecheckUnverified - time.Minute)
+	e.clock.Advance(dashboard.RecheckUnverified - time.Minute)
 	recheck(0)
 	if dom().Verified {
 		t.Fatal("verified before its re-check")
 	}
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	recheck(1)
 	if !dom().Verified {
 		t.Fatal("the re-check did not verify the domain")
@@ -74,10 +74,10 @@ func TestDomainRecheck(t *testing.T) {
 	want(t, b.get(domainPage), 200, "This domain can send")
 
 	// Verified: once a day.
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	recheck(0)
 	publish(false)
-	e.clock.Add(dashboard.RecheckVerified - time.Hour)
+	e.clock.Advance(dashboard.RecheckVerified - time.Hour)
 	recheck(1)
 	if dom().Verified {
 		t.Fatal("a wrong DKIM record did not unverify the domain")
@@ -86,20 +86,20 @@ func TestDomainRecheck(t *testing.T) {
 
 	// A temporary DNS failure never unverifies.
 	publish(true)
-	e.clock.Add(dashboard.RecheckUnverified)
+	e.clock.Advance(dashboard.RecheckUnverified)
 	recheck(1)
 	recs, _ := e.app.Senders.Records(dom())
 	for _, r := range recs {
 		dns.SetServFail(r.Name, true)
 	}
-	e.clock.Add(dashboard.RecheckVerified)
+	e.clock.Advance(dashboard.RecheckVerified)
 	recheck(1)
 	if !dom().Verified {
 		t.Fatal("a SERVFAIL unverified the domain")
 	}
 
 	// The worker the queue runs does the same.
-	e.clock.Add(dashboard.RecheckVerified)
+	e.clock.Advance(dashboard.RecheckVerified)
 	w := &dashboard.RecheckWorker{Dashboard: e.app.Dashboard}
 	if err := w.Work(ctx, nil); err != nil {
 		t.Fatal(err)

@@ -120,3 +120,22 @@ func OffWriter(d DB, tx Tx) Querier {
 	}
 	return tx
 }
+
+// All runs query and returns every row scanned with scan (an empty, non-nil
+// slice when there are none).
+func All[T any](ctx context.Context, q Querier, scan func(Rows) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -17,14 +17,7 @@ import (
 func TestInTxIsolation(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Exec(ctx, `CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`); err != nil {
-			t.Fatal(err)
-		}
+		d := openWith(t, url, `CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`)
 		boom := errors.New("boom")
 		const n = 300
 		var wg sync.WaitGroup
@@ -81,14 +74,7 @@ func TestInTxIsolation(t *testing.T) {
 func TestCollect(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Exec(ctx, `CREATE TABLE items (k TEXT PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
+		d := openWith(t, url, `CREATE TABLE items (k TEXT PRIMARY KEY)`)
 		var mu sync.Mutex
 		flushes := 0
 		flush := func(ctx context.Context, tx db.Tx, items []any) error {
@@ -129,4 +115,18 @@ func TestCollect(t *testing.T) {
 		}
 		t.Logf("%s: %d transactions, %d flushes", d.Dialect(), n, flushes)
 	})
+}
+
+// openWith opens a fresh database of the test and runs its schema.
+func openWith(t *testing.T, url, schema string) db.DB {
+	t.Helper()
+	d, err := db.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if _, err := d.Exec(context.Background(), schema); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

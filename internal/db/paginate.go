@@ -45,6 +45,7 @@ func Paginate[T any](ctx context.Context, q Querier, l Listing, p Page, scan fun
 	if err := q.QueryRow(ctx, `SELECT count(*) FROM `+l.Table+` WHERE `+l.Where, l.Args...).Scan(&out.Total); err != nil {
 		return out, fmt.Errorf("count %s: %w", l.Table, err)
 	}
+	var err error
 	where, args := l.Where, append([]any{}, l.Args...)
 	if p.Cursor != "" {
 		cw, ca := l.CursorWhere, l.CursorArgs
@@ -64,20 +65,8 @@ func Paginate[T any](ctx context.Context, q Querier, l Listing, p Page, scan fun
 		where += fmt.Sprintf(` AND (created_at < $%d OR (created_at = $%d AND id <= $%d))`, n+1, n+1, n+2)
 		args = append(args, at, p.Cursor)
 	}
-	rows, err := q.Query(ctx, `SELECT `+l.Cols+` FROM `+l.Table+` WHERE `+where+fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT %d`, p.PerPage+1), args...)
-	if err != nil {
+	if out.Items, err = All(ctx, q, scan, `SELECT `+l.Cols+` FROM `+l.Table+` WHERE `+where+fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT %d`, p.PerPage+1), args...); err != nil {
 		return out, fmt.Errorf("list %s: %w", l.Table, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return out, err
-		}
-		out.Items = append(out.Items, v)
-	}
-	if err := rows.Err(); err != nil {
-		return out, err
 	}
 	if len(out.Items) > p.PerPage {
 		out.NextCursor = id(out.Items[p.PerPage])

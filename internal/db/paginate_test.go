@@ -17,14 +17,7 @@ import (
 func TestPaginate(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Exec(ctx, `CREATE TABLE items (id TEXT PRIMARY KEY, team TEXT NOT NULL, created_at INTEGER NOT NULL)`); err != nil {
-			t.Fatal(err)
-		}
+		d := openWith(t, url, `CREATE TABLE items (id TEXT PRIMARY KEY, team TEXT NOT NULL, created_at INTEGER NOT NULL)`)
 		// 23 items of team a, three per millisecond, plus team b's.
 		var want []string // newest first
 		for i := 22; i >= 0; i-- {
@@ -97,14 +90,7 @@ func TestPaginate(t *testing.T) {
 func TestPrune(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Exec(ctx, `CREATE TABLE marks (a TEXT NOT NULL, b INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (a, b))`); err != nil {
-			t.Fatal(err)
-		}
+		d := openWith(t, url, `CREATE TABLE marks (a TEXT NOT NULL, b INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (a, b))`)
 		const old = db.PruneBatch*2 + 17
 		if err := d.InTx(ctx, func(tx db.Tx) error {
 			for i := range old + 10 {

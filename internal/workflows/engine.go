@@ -199,26 +199,17 @@ func (e *Engine) Rearm(ctx context.Context, workflowID string) error {
 			if err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, `SELECT id, seq FROM workflow_runs WHERE workflow_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT `+strconv.Itoa(rearmBatch),
-				workflowID, RunQueued, after)
-			if err != nil {
-				return err
-			}
 			type arm struct {
 				id  string
 				seq int64
 			}
-			var arms []arm
-			for rows.Next() {
+			arms, err := db.All(ctx, tx, func(r db.Rows) (arm, error) {
 				var a arm
-				if err := rows.Scan(&a.id, &a.seq); err != nil {
-					rows.Close()
-					return err
-				}
-				arms = append(arms, a)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+				err := r.Scan(&a.id, &a.seq)
+				return a, err
+			}, `SELECT id, seq FROM workflow_runs WHERE workflow_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT `+strconv.Itoa(rearmBatch),
+				workflowID, RunQueued, after)
+			if err != nil {
 				return err
 			}
 			for _, a := range arms {

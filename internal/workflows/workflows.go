@@ -265,22 +265,13 @@ func (s *Service) derive(ctx context.Context, q db.Querier, w *Workflow) error {
 		rows.Close()
 	}
 	for name := range events {
-		rows, err := q.Query(ctx, `SELECT pp.name, pp.type FROM event_pattern_properties pp JOIN event_patterns p ON p.id = pp.pattern_id
+		props, err := db.All(ctx, q, func(r db.Rows) (EventProperty, error) {
+			var p EventProperty
+			err := r.Scan(&p.Name, &p.Type)
+			return p, err
+		}, `SELECT pp.name, pp.type FROM event_pattern_properties pp JOIN event_patterns p ON p.id = pp.pattern_id
 			WHERE p.team_id = $1 AND p.name = $2 ORDER BY pp.created_at, pp.name`, w.TeamID, name)
 		if err != nil {
-			return err
-		}
-		props := []EventProperty{}
-		for rows.Next() {
-			var p EventProperty
-			if err := rows.Scan(&p.Name, &p.Type); err != nil {
-				rows.Close()
-				return err
-			}
-			props = append(props, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		events[name] = props
