@@ -146,21 +146,40 @@ var offsetRe = regexp.MustCompile(`(Z|[+-]\d{2}:\d{2})$`)
 // ParseDate accepts the date inputs of the contract (§15): Unix
 // milliseconds as a number or a numeric string, or one of the string
 // layouts with an optional ±HH:MM offset (default UTC). A trailing Z and
-// more than three fractional digits are tolerated.
+// more than three fractional digits are tolerated. Dates outside the years
+// 0000–9999, which the API could not print back, are refused.
 func ParseDate(v any) (time.Time, bool) {
+	t, ok := parseDate(v)
+	if !ok || t.Year() < 0 || t.Year() > 9999 {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// maxDateMillis bounds numeric dates before they become an int64 (beyond
+// it the conversion of a float is undefined); the year check does the rest.
+const maxDateMillis = 1 << 53
+
+func millis(f float64) (time.Time, bool) {
+	if math.IsNaN(f) || f > maxDateMillis || f < -maxDateMillis {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(f)).UTC(), true
+}
+
+func parseDate(v any) (time.Time, bool) {
 	switch x := v.(type) {
 	case json.Number:
-		ms, err := x.Int64()
-		if err != nil {
-			f, ferr := x.Float64()
-			if ferr != nil {
-				return time.Time{}, false
-			}
-			ms = int64(f)
+		if ms, err := x.Int64(); err == nil {
+			return time.UnixMilli(ms).UTC(), true
 		}
-		return time.UnixMilli(ms).UTC(), true
+		f, err := x.Float64()
+		if err != nil {
+			return time.Time{}, false
+		}
+		return millis(f)
 	case float64:
-		return time.UnixMilli(int64(x)).UTC(), true
+		return millis(x)
 	case string:
 		s := strings.TrimSpace(x)
 		if s == "" {
