@@ -22,6 +22,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import {
   makeEnv, dropEnv, cli, startServer, sdk, raw, rejectsAPI, assertRawError, freePort, backends,
+  assertKeys, assertPage, drain, waitFor, mailbox,
 } from "./helpers.mjs";
 
 // ---------------------------------------------------------------------------
@@ -34,7 +35,6 @@ const EM_KEYS = ["id", "transactionalId", "subject", "previewText", "fromName", 
 const GROUP_KEYS = ["id", "name", "description", "createdAt", "updatedAt"];
 const THEME_KEYS = ["id", "name", "styles", "isDefault", "createdAt", "updatedAt"];
 const COMPONENT_KEYS = ["id", "name", "lmx"];
-const PAGINATION_KEYS = ["totalResults", "returnedResults", "perPage", "totalPages", "nextCursor", "nextPage"];
 const GUARDIAN_RULE_KEYS = ["rule", "title", "description", "items"];
 const SUPPORTED_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 const UNKNOWN_ID = "cxxxxxxxxxxxxxxxxxxxxxxxx";
@@ -42,10 +42,6 @@ const UNKNOWN_ID = "cxxxxxxxxxxxxxxxxxxxxxxxx";
 // A 1×1 transparent PNG.
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
 
-function assertKeys(obj, keys, label = "") {
-  assert.ok(obj && typeof obj === "object" && !Array.isArray(obj), `${label} must be an object, got ${JSON.stringify(obj)}`);
-  assert.deepEqual(Object.keys(obj).sort(), [...keys].sort(), `${label} keys of ${JSON.stringify(obj)}`);
-}
 
 function assertTx(t, { draft = false } = {}) {
   assertKeys(t, draft ? TX_DRAFT_KEYS : TX_KEYS, "TransactionalEmailResource");
@@ -70,17 +66,6 @@ function assertGroup(g, name, description) {
   assert.match(g.updatedAt, ISO);
 }
 
-function assertPage(res, { total, returned, perPage }) {
-  assertKeys(res, ["pagination", "data"], "page");
-  assertKeys(res.pagination, PAGINATION_KEYS, "pagination");
-  assert.ok(Array.isArray(res.data));
-  const p = res.pagination;
-  assert.equal(p.totalResults, total, "totalResults");
-  assert.equal(p.returnedResults, returned, "returnedResults");
-  assert.equal(res.data.length, returned, "data length");
-  assert.equal(p.perPage, perPage, "perPage");
-  assert.equal(p.totalPages, Math.ceil(total / perPage), "totalPages");
-}
 
 function assertGuardianRule(r) {
   assertKeys(r, GUARDIAN_RULE_KEYS, "GuardianRule");
@@ -93,37 +78,8 @@ function assertGuardianRule(r) {
 }
 
 // drain follows nextCursor with the given list method until the last page.
-async function drain(list, perPage) {
-  const pages = [];
-  let cursor;
-  for (let i = 0; i < 100; i++) {
-    const page = await list({ perPage, cursor });
-    pages.push(page);
-    if (page.pagination.nextCursor === null) return pages;
-    cursor = page.pagination.nextCursor;
-  }
-  throw new Error("pagination did not end");
-}
 
-async function waitFor(what, fn, timeoutMs = 15000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
-// mailbox parses `lasso mailbox list`: ID  RECEIVED  FROM  TO  SUBJECT.
-function mailbox(env) {
-  const lines = cli(env, "mailbox", "list").split("\n").slice(1).filter((l) => l.trim());
-  return lines.map((l) => {
-    const m = l.match(/^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(.*)$/);
-    assert.ok(m, `unparsable mailbox line: ${l}`);
-    return { id: m[1], received: m[2], from: m[3], to: m[4], subject: m[5].trim() };
-  });
-}
 
 function waitForMail(env, to, subject) {
   return waitFor(`mail to ${to} with subject ${JSON.stringify(subject)}`, () => mailbox(env).find((m) => m.to === to && m.subject === subject));

@@ -178,3 +178,66 @@ export function assertRawError(r, status, message) {
 
 export const backends = [{ name: "sqlite", pg: null }];
 if (PG_URL) backends.push({ name: "postgres", pg: PG_URL });
+
+// Assertions and waits shared by the content and workflow suites.
+
+export const PAGINATION_KEYS = ["totalResults", "returnedResults", "perPage", "totalPages", "nextCursor", "nextPage"];
+
+export function assertKeys(obj, keys, label = "") {
+  assert.ok(obj && typeof obj === "object" && !Array.isArray(obj), `${label} must be an object, got ${JSON.stringify(obj)}`);
+  assert.deepEqual(Object.keys(obj).sort(), [...keys].sort(), `${label} keys of ${JSON.stringify(obj)}`);
+}
+
+export function assertPage(res, { total, returned, perPage, path }) {
+  assertKeys(res, ["pagination", "data"], "page");
+  assertKeys(res.pagination, PAGINATION_KEYS, "pagination");
+  assert.ok(Array.isArray(res.data));
+  const p = res.pagination;
+  assert.equal(p.totalResults, total, "totalResults");
+  assert.equal(p.returnedResults, returned, "returnedResults");
+  assert.equal(res.data.length, returned, "data length");
+  assert.equal(p.perPage, perPage, "perPage");
+  assert.equal(p.totalPages, Math.ceil(total / perPage), "totalPages");
+  if (p.nextCursor === null) assert.equal(p.nextPage, null);
+  else {
+    assert.equal(typeof p.nextCursor, "string");
+    const u = new URL(p.nextPage);
+    if (path) assert.ok(u.pathname.endsWith(`/v1/${path}`), p.nextPage);
+    assert.deepEqual([...u.searchParams.keys()], ["cursor", "perPage"], p.nextPage);
+    assert.equal(u.searchParams.get("cursor"), p.nextCursor);
+    assert.equal(u.searchParams.get("perPage"), String(perPage));
+  }
+}
+
+export async function drain(list, perPage) {
+  const pages = [];
+  let cursor;
+  for (let i = 0; i < 100; i++) {
+    const page = await list({ perPage, cursor });
+    pages.push(page);
+    if (page.pagination.nextCursor === null) return pages;
+    cursor = page.pagination.nextCursor;
+  }
+  throw new Error("pagination did not end");
+}
+
+export async function waitFor(what, fn, timeoutMs = 20000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(150);
+  }
+}
+
+// mailbox parses `lasso mailbox list`: ID  RECEIVED  FROM  TO  SUBJECT.
+export function mailbox(env) {
+  const lines = cli(env, "mailbox", "list").split("\n").slice(1).filter((l) => l.trim());
+  return lines.map((l) => {
+    const m = l.match(/^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(.*)$/);
+    assert.ok(m, `unparsable mailbox line: ${l}`);
+    return { id: m[1], received: m[2], from: m[3], to: m[4], subject: m[5].trim() };
+  });
+}
+

@@ -23,6 +23,7 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   makeEnv, dropEnv, cli, startServer, sdk, raw, rejectsAPI, assertRawError, backends,
+  assertKeys, assertPage, drain, waitFor, mailbox,
 } from "./helpers.mjs";
 
 // ---------------------------------------------------------------------------
@@ -30,7 +31,6 @@ import {
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNKNOWN_ID = "cxxxxxxxxxxxxxxxxxxxxxxxx";
-const PAGINATION_KEYS = ["totalResults", "returnedResults", "perPage", "totalPages", "nextCursor", "nextPage"];
 const SEGMENT_KEYS = ["id", "name", "description", "createdAt", "updatedAt", "filter"];
 const PATTERN_SUMMARY_KEYS = ["id", "eventName", "incomingWebhookPlatform"];
 const PATTERN_KEYS = [...PATTERN_SUMMARY_KEYS, "eventProperties"];
@@ -74,10 +74,6 @@ const DETAIL_EXTRA = {
   VariantNode: [[], ["isControl", "variantId"]],
 };
 
-function assertKeys(obj, keys, label = "") {
-  assert.ok(obj && typeof obj === "object" && !Array.isArray(obj), `${label} must be an object, got ${JSON.stringify(obj)}`);
-  assert.deepEqual(Object.keys(obj).sort(), [...keys].sort(), `${label} keys of ${JSON.stringify(obj)}`);
-}
 
 function assertKeysWithin(obj, required, optional, label) {
   assert.ok(obj && typeof obj === "object" && !Array.isArray(obj), `${label} must be an object, got ${JSON.stringify(obj)}`);
@@ -85,39 +81,8 @@ function assertKeysWithin(obj, required, optional, label) {
   for (const k of Object.keys(obj)) assert.ok(required.includes(k) || optional.includes(k), `${label}: unexpected key ${k} in ${JSON.stringify(obj)}`);
 }
 
-function assertPage(res, { total, returned, perPage, path }) {
-  assertKeys(res, ["pagination", "data"], "page");
-  assertKeys(res.pagination, PAGINATION_KEYS, "pagination");
-  assert.ok(Array.isArray(res.data));
-  const p = res.pagination;
-  assert.equal(p.totalResults, total, "totalResults");
-  assert.equal(p.returnedResults, returned, "returnedResults");
-  assert.equal(res.data.length, returned, "data length");
-  assert.equal(p.perPage, perPage, "perPage");
-  assert.equal(p.totalPages, Math.ceil(total / perPage), "totalPages");
-  if (p.nextCursor === null) assert.equal(p.nextPage, null);
-  else {
-    assert.equal(typeof p.nextCursor, "string");
-    const u = new URL(p.nextPage);
-    if (path) assert.ok(u.pathname.endsWith(`/v1/${path}`), p.nextPage);
-    assert.deepEqual([...u.searchParams.keys()], ["cursor", "perPage"], p.nextPage);
-    assert.equal(u.searchParams.get("cursor"), p.nextCursor);
-    assert.equal(u.searchParams.get("perPage"), String(perPage));
-  }
-}
 
 // drain follows nextCursor with the given list method until the last page.
-async function drain(list, perPage) {
-  const pages = [];
-  let cursor;
-  for (let i = 0; i < 100; i++) {
-    const page = await list({ perPage, cursor });
-    pages.push(page);
-    if (page.pagination.nextCursor === null) return pages;
-    cursor = page.pagination.nextCursor;
-  }
-  throw new Error("pagination did not end");
-}
 
 function assertSegment(g, { name, description, filter }) {
   assertKeys(g, SEGMENT_KEYS, "AudienceSegment");
@@ -231,25 +196,7 @@ class Flow {
   }
 }
 
-async function waitFor(what, fn, timeoutMs = 20000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(150);
-  }
-}
 
-// mailbox parses `lasso mailbox list`: ID  RECEIVED  FROM  TO  SUBJECT.
-function mailbox(env) {
-  const lines = cli(env, "mailbox", "list").split("\n").slice(1).filter((l) => l.trim());
-  return lines.map((l) => {
-    const m = l.match(/^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(.*)$/);
-    assert.ok(m, `unparsable mailbox line: ${l}`);
-    return { id: m[1], received: m[2], from: m[3], to: m[4], subject: m[5].trim() };
-  });
-}
 
 // ---------------------------------------------------------------------------
 
