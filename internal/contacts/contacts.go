@@ -540,21 +540,12 @@ func (s *Service) get(ctx context.Context, q db.Querier, teamID, id string) (*Co
 	c.CreatedAt = time.UnixMilli(created).UTC()
 	c.UpdatedAt = time.UnixMilli(updated).UTC()
 
-	c.MailingLists = []string{}
-	rows, err := q.Query(ctx, `SELECT list_id FROM contact_lists WHERE contact_id = $1 ORDER BY created_at, list_id`, id)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
+	c.MailingLists, err = db.All(ctx, q, func(r db.Rows) (string, error) {
 		var l string
-		if err := rows.Scan(&l); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		c.MailingLists = append(c.MailingLists, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		err := r.Scan(&l)
+		return l, err
+	}, `SELECT list_id FROM contact_lists WHERE contact_id = $1 ORDER BY created_at, list_id`, id)
+	if err != nil {
 		return nil, err
 	}
 
@@ -566,22 +557,16 @@ func (s *Service) get(ctx context.Context, q db.Querier, teamID, id string) (*Co
 	for k := range defs {
 		c.Custom[k] = nil
 	}
-	rows, err = q.Query(ctx, `SELECT name, str, num FROM contact_values WHERE contact_id = $1`, id)
+	vals, err := storedValues(ctx, q, id)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var st stored
-		if err := rows.Scan(&name, &st.str, &st.num); err != nil {
-			return nil, err
-		}
+	for name, st := range vals {
 		if typ, ok := defs[name]; ok {
 			c.Custom[name] = st.value(typ)
 		}
 	}
-	return c, rows.Err()
+	return c, nil
 }
 
 // Delete deletes the contact with the identity; apperr.NotFound if absent.

@@ -45,8 +45,23 @@ func (s *Service) prevValues(ctx context.Context, tx db.Tx, in Upsert, created b
 	if !s.hooked(in) || created || len(custom)+len(clear) == 0 {
 		return nil, nil
 	}
+	all, err := storedValues(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
 	prev := map[string]stored{}
-	rows, err := tx.Query(ctx, `SELECT name, str, num FROM contact_values WHERE contact_id = $1`, id)
+	for name, st := range all {
+		if _, ok := custom[name]; ok || clear[name] {
+			prev[name] = st
+		}
+	}
+	return prev, nil
+}
+
+// storedValues reads every custom property value of a contact, by name.
+func storedValues(ctx context.Context, q db.Querier, contactID string) (map[string]stored, error) {
+	out := map[string]stored{}
+	rows, err := q.Query(ctx, `SELECT name, str, num FROM contact_values WHERE contact_id = $1`, contactID)
 	if err != nil {
 		return nil, err
 	}
@@ -57,11 +72,9 @@ func (s *Service) prevValues(ctx context.Context, tx db.Tx, in Upsert, created b
 		if err := rows.Scan(&name, &st.str, &st.num); err != nil {
 			return nil, err
 		}
-		if _, ok := custom[name]; ok || clear[name] {
-			prev[name] = st
-		}
+		out[name] = st
 	}
-	return prev, rows.Err()
+	return out, rows.Err()
 }
 
 func optVal(p *string) any {
