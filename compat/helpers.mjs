@@ -93,7 +93,9 @@ export async function startServer(env, extra = []) {
   const port = await freePort();
   const smtpPort = await freePort();
   const bounce = extra.includes("--bounce-addr") ? [] : ["--bounce-addr", `127.0.0.1:${await freePort()}`];
-  const args = ["serve", ...env.args, "--http-addr", `127.0.0.1:${port}`, "--smtp-addr", `127.0.0.1:${smtpPort}`, ...bounce, "--log-level", "warn", ...extra];
+  const args = ["serve", ...env.args, "--http-addr", `127.0.0.1:${port}`, "--smtp-addr", `127.0.0.1:${smtpPort}`, ...bounce, "--log-level", "warn",
+    // Test webhook receivers listen on 127.0.0.1.
+    "--webhook-allow-private", ...extra];
   const proc = spawn(BIN, args, { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   proc.stdout.on("data", (d) => { log += d; });

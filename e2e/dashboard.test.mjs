@@ -117,7 +117,8 @@ before(async () => {
   const port = await freePort();
   const smtpPort = await freePort();
   base = `http://127.0.0.1:${port}`;
-  const args = ["serve", "--data-dir", dataDir, "--http-addr", `127.0.0.1:${port}`, "--smtp-addr", `127.0.0.1:${smtpPort}`];
+  const args = ["serve", "--data-dir", dataDir, "--http-addr", `127.0.0.1:${port}`, "--smtp-addr", `127.0.0.1:${smtpPort}`,
+    "--webhook-allow-private"]; // the test's webhook receiver is on 127.0.0.1
   if (dnsSupported) args.push("--dns-server", `127.0.0.1:${dnsPort}`);
   server = spawn(BIN, args, { stdio: ["ignore", "pipe", "pipe"] });
   server.stdout.on("data", (d) => (logs += d));

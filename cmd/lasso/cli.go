@@ -230,6 +230,7 @@ type serveCmd struct {
 	RateLimit               int      `name:"rate-limit" env:"LASSO_RATE_LIMIT" default:"10" help:"API requests per second per team (0: no limit)."`
 	SuppressionRemovalLimit int      `name:"suppression-removal-limit" env:"LASSO_SUPPRESSION_REMOVAL_LIMIT" default:"100" help:"Suppression removals per team per rolling 30 days."`
 	DedicatedIPs            []string `name:"dedicated-ip" env:"LASSO_DEDICATED_IPS" help:"Outbound IPs listed by GET /dedicated-sending-ips (repeat or comma-separate)."`
+	WebhookAllowPrivate     bool     `name:"webhook-allow-private" env:"LASSO_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback and private addresses (local development). By default only public addresses are allowed: a team member could otherwise read internal services through the delivery log."`
 }
 
 func (s serveCmd) Run(e *env) error {
@@ -238,7 +239,7 @@ func (s serveCmd) Run(e *env) error {
 	cfg.RateLimit, cfg.SuppressionRemovalLimit, cfg.DedicatedIPs = s.RateLimit, s.SuppressionRemovalLimit, s.DedicatedIPs
 	cfg.Outbound, cfg.Hostname = s.Outbound, s.Hostname
 	cfg.BounceAddr, cfg.SMTPTLSCert, cfg.SMTPTLSKey, cfg.DNSServer = s.BounceAddr, s.SMTPTLSCert, s.SMTPTLSKey, s.DNSServer
-	cfg.BlobStore, cfg.SendConcurrency = s.BlobStore, s.SendConcurrency
+	cfg.BlobStore, cfg.SendConcurrency, cfg.WebhookAllowPrivate = s.BlobStore, s.SendConcurrency, s.WebhookAllowPrivate
 	if s.RateLimit == 0 {
 		cfg.RateLimit = -1 // 0 on the command line: no limit
 	}

@@ -31,7 +31,9 @@ type server struct {
 // start runs the whole app on dbURL behind a real loopback HTTP server.
 func start(t *testing.T, dbURL string, mutate func(*app.Config)) *server {
 	t.Helper()
-	cfg := app.Config{DatabaseURL: dbURL, DataDir: t.TempDir(), RateLimit: -1}
+	// Test webhook receivers listen on 127.0.0.1 (TestWebhookPublicOnly
+	// checks the default).
+	cfg := app.Config{DatabaseURL: dbURL, DataDir: t.TempDir(), RateLimit: -1, WebhookAllowPrivate: true}
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -58,6 +58,9 @@ type Config struct {
 	Now func() time.Time
 	// WebhookRetrySchedule overrides the webhook retry delays (tests).
 	WebhookRetrySchedule []time.Duration
+	// WebhookAllowPrivate lets webhooks reach loopback and private
+	// addresses (local development); by default only public ones.
+	WebhookAllowPrivate bool
 	// WorkflowTimerPoll, when > 0, caps how long (wall clock) a workflow
 	// timer's job sleeps before checking Now again (tests that move Now).
 	WorkflowTimerPoll time.Duration
@@ -194,7 +197,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	queue.AddWorker(a.workers, rearmWorker)
 	changedWorker := &workflows.ContactChangedWorker{}
 	queue.AddWorker(a.workers, changedWorker)
-	webhookWorker := &webhooks.Worker{DB: d, Now: cfg.Now, Schedule: cfg.WebhookRetrySchedule}
+	webhookWorker := &webhooks.Worker{DB: d, Now: cfg.Now, Schedule: cfg.WebhookRetrySchedule, Client: webhooks.NewClient(cfg.WebhookAllowPrivate)}
 	queue.AddWorker(a.workers, webhookWorker)
 	pruneWorker := &webhooks.PruneWorker{}
 	queue.AddWorker(a.workers, pruneWorker)

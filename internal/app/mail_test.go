@@ -26,7 +26,7 @@ func serve(t *testing.T, url string, sink *deliverytest.Sink) *app.App {
 	t.Helper()
 	a, err := app.Open(context.Background(), app.Config{DatabaseURL: url, DataDir: t.TempDir(), RateLimit: -1, PublicURL: "https://lasso.test",
 		HTTPAddr: "127.0.0.1:0", SMTPAddr: "127.0.0.1:0", BounceAddr: "127.0.0.1:0", Hostname: "mta.lasso.test",
-		SMTPRelay: "smtp://" + sink.Addr + "?tls=none"}, nil)
+		SMTPRelay: "smtp://" + sink.Addr + "?tls=none", WebhookAllowPrivate: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -253,4 +254,43 @@ func TestWebhookPrune(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+}
+
+// TestWebhookPublicOnly: by default a webhook cannot reach a loopback
+// address (nor any private one): the attempt fails with an error that says
+// why and how to allow it, and the receiver gets nothing.
+func TestWebhookPublicOnly(t *testing.T) {
+	s := start(t, testdb.URL(t, "sqlite"), func(c *app.Config) {
+		c.WebhookAllowPrivate = false
+		c.WebhookRetrySchedule = []time.Duration{time.Hour}
+	})
+	rc := &receiver{}
+	hook := httptest.NewServer(http.HandlerFunc(rc.handler))
+	defer hook.Close()
+	if _, err := s.app.Webhooks.Set(context.Background(), s.team, hook.URL, []string{"testing.testEvent"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.app.Webhooks.SendTest(context.Background(), s.team); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var errText *string
+		err := s.app.DB.QueryRow(context.Background(), `SELECT error FROM webhook_attempts`).Scan(&errText)
+		if err == nil && errText != nil {
+			if !strings.Contains(*errText, "127.0.0.1: not a public address") || !strings.Contains(*errText, "--webhook-allow-private") {
+				t.Fatalf("attempt error %q", *errText)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed attempt recorded: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) != 0 {
+		t.Fatalf("the loopback receiver got %d requests", len(rc.got))
+	}
 }

@@ -34,7 +34,7 @@ type env struct {
 func start(t *testing.T, dbURL string, mutate func(*app.Config)) *env {
 	t.Helper()
 	clk := testclock.New(time.Now())
-	cfg := app.Config{DatabaseURL: dbURL, DataDir: t.TempDir(), RateLimit: -1, Now: clk.Now}
+	cfg := app.Config{DatabaseURL: dbURL, DataDir: t.TempDir(), RateLimit: -1, Now: clk.Now, WebhookAllowPrivate: true}
 	if mutate != nil {
 		mutate(&cfg)
 	}

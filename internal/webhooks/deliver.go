@@ -27,7 +27,9 @@ const PerTeamRate = 10
 // Worker delivers webhook messages.
 type Worker struct {
 	queue.WorkerDefaults[DeliverArgs]
-	DB     db.DB
+	DB db.DB
+	// Client makes the deliveries; default NewClient(false): public
+	// addresses only.
 	Client *http.Client
 	Now    func() time.Time
 	// Schedule overrides retrySchedule (tests).
@@ -149,10 +151,12 @@ func (w *Worker) post(ctx context.Context, ep Endpoint, msgID string, payload []
 	req.Header.Set("webhook-id", msgID)
 	req.Header.Set("webhook-timestamp", fmt.Sprint(ts.Unix()))
 	req.Header.Set("webhook-signature", sig)
-	client := w.Client
-	if client == nil {
-		client = &http.Client{Timeout: 15 * time.Second}
+	w.mu.Lock()
+	if w.Client == nil {
+		w.Client = NewClient(false)
 	}
+	client := w.Client
+	w.mu.Unlock()
 	start := time.Now()
 	res, err := client.Do(req)
 	dur := time.Since(start)
