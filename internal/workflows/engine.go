@@ -138,9 +138,11 @@ func NewEngine(svc *Service, d db.DB, cfg EngineConfig) *Engine {
 }
 
 // RearmArgs is the job that gives the queued runs of a workflow that
-// starts sending again their step jobs. Kind "workflow_rearm".
+// starts sending again their step jobs, one batch of rearmBatch runs (in
+// id order, after After) per job. Kind "workflow_rearm".
 type RearmArgs struct {
 	WorkflowID string `json:"workflow_id"`
+	After      string `json:"after,omitempty"`
 }
 
 // Kind implements queue.Args.
@@ -154,11 +156,17 @@ type RearmWorker struct {
 
 // Work implements queue.Worker.
 func (w *RearmWorker) Work(ctx context.Context, job *queue.Job[RearmArgs]) error {
-	return w.Engine.Rearm(ctx, job.Args.WorkflowID)
+	return w.Engine.Rearm(ctx, job.Args)
 }
 
-// rearmBatch is how many runs one rearm transaction gives a job.
-const rearmBatch = 500
+// Resuming releases held runs rearmBatch at a time, one batch every
+// rearmEvery (2,000 runs/s): the released runs' step jobs compete with
+// intake for the database, so a workflow holding many contacts is let go
+// gradually rather than all at once.
+const (
+	rearmBatch = 500
+	rearmEvery = 250 * time.Millisecond
+)
 
 // rearm schedules Rearm in the transaction that sets the workflow sending.
 // While a workflow is paused its runs have no live job: a step job that
@@ -177,65 +185,58 @@ func (e *Engine) rearm(ctx context.Context, tx db.Tx, w *Workflow) error {
 	return e.cfg.Queue.InsertTx(ctx, tx, RearmArgs{WorkflowID: w.ID}, nil)
 }
 
-// Rearm gives every queued run of the workflow a step job that runs at
-// once, rearmBatch runs per transaction (a workflow may hold very many
-// contacts, and on SQLite a transaction holds the one writer that intake
-// needs). A run still waiting on a timer is then snoozed to the timer's end
-// by the worker that takes it. Each run's seq is bumped with its new job,
-// so a job left from before the pause, or from an earlier Rearm that was
-// interrupted and is retried, does nothing. Rearm stops when the workflow is
-// no longer sending.
-func (e *Engine) Rearm(ctx context.Context, workflowID string) error {
-	after := ""
-	for {
-		var last string
-		var n int
-		err := e.db.InTx(ctx, func(tx db.Tx) error {
-			var status string
-			err := tx.QueryRow(ctx, `SELECT status FROM workflows WHERE id = $1 AND deleted_at IS NULL`, workflowID).Scan(&status)
-			if errors.Is(err, db.ErrNoRows) || status != StatusSending {
-				return nil
-			}
+// Rearm gives the next rearmBatch queued runs of the workflow (in id order,
+// after a.After) a step job that runs at once and, when there may be more,
+// schedules the job for the next batch rearmEvery later, all in one
+// transaction: each job is short, and progress survives a crash. A run
+// still waiting on a timer is snoozed to the timer's end by the worker that
+// takes its job. Each run's seq is bumped with its new job, so a job left
+// from before the pause, or from a batch that is retried, does nothing.
+// Rearm stops when the workflow is no longer sending.
+func (e *Engine) Rearm(ctx context.Context, a RearmArgs) error {
+	err := e.db.InTx(ctx, func(tx db.Tx) error {
+		var status string
+		err := tx.QueryRow(ctx, `SELECT status FROM workflows WHERE id = $1 AND deleted_at IS NULL`, a.WorkflowID).Scan(&status)
+		if errors.Is(err, db.ErrNoRows) || status != StatusSending {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		type arm struct {
+			id  string
+			seq int64
+		}
+		arms, err := db.All(ctx, tx, func(r db.Rows) (arm, error) {
+			var x arm
+			err := r.Scan(&x.id, &x.seq)
+			return x, err
+		}, `SELECT id, seq FROM workflow_runs WHERE workflow_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT `+strconv.Itoa(rearmBatch),
+			a.WorkflowID, RunQueued, a.After)
+		if err != nil {
+			return err
+		}
+		for _, x := range arms {
+			k, err := tx.Exec(ctx, `UPDATE workflow_runs SET seq = seq + 1 WHERE id = $1 AND seq = $2 AND status = $3`, x.id, x.seq, RunQueued)
 			if err != nil {
 				return err
 			}
-			type arm struct {
-				id  string
-				seq int64
-			}
-			arms, err := db.All(ctx, tx, func(r db.Rows) (arm, error) {
-				var a arm
-				err := r.Scan(&a.id, &a.seq)
-				return a, err
-			}, `SELECT id, seq FROM workflow_runs WHERE workflow_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT `+strconv.Itoa(rearmBatch),
-				workflowID, RunQueued, after)
-			if err != nil {
-				return err
-			}
-			for _, a := range arms {
-				k, err := tx.Exec(ctx, `UPDATE workflow_runs SET seq = seq + 1 WHERE id = $1 AND seq = $2 AND status = $3`, a.id, a.seq, RunQueued)
-				if err != nil {
+			if k == 1 { // else a step job moved the run meanwhile: it has its job
+				if err := e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: x.id, Seq: x.seq + 1}, nil); err != nil {
 					return err
 				}
-				if k == 1 { // else a step job moved the run meanwhile: it has its job
-					if err := e.cfg.Queue.InsertTx(ctx, tx, StepArgs{RunID: a.id, Seq: a.seq + 1}, nil); err != nil {
-						return err
-					}
-				}
 			}
-			if n = len(arms); n > 0 {
-				last = arms[n-1].id
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("rearm runs: %w", err)
 		}
-		if n < rearmBatch {
+		if len(arms) < rearmBatch {
 			return nil
 		}
-		after = last
+		next := RearmArgs{WorkflowID: a.WorkflowID, After: arms[len(arms)-1].id}
+		return e.cfg.Queue.InsertTx(ctx, tx, next, &queue.InsertOpts{ScheduledAt: time.Now().Add(rearmEvery)})
+	})
+	if err != nil {
+		return fmt.Errorf("rearm runs: %w", err)
 	}
+	return nil
 }
 
 // Run is a contact's run through a workflow.

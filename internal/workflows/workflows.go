@@ -298,7 +298,7 @@ func (s *Service) derive(ctx context.Context, q db.Querier, w *Workflow) error {
 // List lists a team's workflows (without graphs), most recently created
 // first.
 func (s *Service) List(ctx context.Context, teamID string, p content.Page) (content.List[Workflow], error) {
-	l, err := db.Paginate(ctx, s.db, db.Listing{Table: "workflows", Cols: wfCols, Where: `team_id = $1 AND deleted_at IS NULL`, Args: []any{teamID}},
+	return db.Paginate(ctx, s.db, db.Listing{Table: "workflows", Cols: wfCols, Where: `team_id = $1 AND deleted_at IS NULL`, Args: []any{teamID}},
 		p, func(r db.Rows) (Workflow, error) {
 			w, err := scanWorkflow(r)
 			if err != nil {
@@ -306,10 +306,6 @@ func (s *Service) List(ctx context.Context, teamID string, p content.Page) (cont
 			}
 			return *w, nil
 		}, func(w Workflow) string { return w.ID })
-	if err != nil {
-		return l, fmt.Errorf("list workflows: %w", err)
-	}
-	return l, nil
 }
 
 // Get returns a workflow with its graph.
