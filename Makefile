@@ -49,6 +49,9 @@ fuzz: ## run every fuzz target for FUZZTIME each (seeds are kept in testdata/fuz
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/bounce/
 	$(GO) test -run='^$$' -fuzz=FuzzExtractJSON -fuzztime=$(FUZZTIME) ./internal/smtpd/
 	$(GO) test -run='^$$' -fuzz=FuzzRewrite -fuzztime=$(FUZZTIME) ./internal/tracking/
+	$(GO) test -run='^$$' -fuzz=FuzzParseFilter -fuzztime=$(FUZZTIME) ./internal/audience/
+	$(GO) test -run='^$$' -fuzz=FuzzParseDate -fuzztime=$(FUZZTIME) ./internal/contacts/
+	$(GO) test -run='^$$' -fuzz=FuzzNormalizeEmail -fuzztime=$(FUZZTIME) ./internal/contacts/
 
 bench: build ## load benchmark (see bench/README.md)
 	bash bench/run.sh
