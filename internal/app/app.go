@@ -199,8 +199,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	queue.AddWorker(a.workers, changedWorker)
 	webhookWorker := &webhooks.Worker{DB: d, Now: cfg.Now, Schedule: cfg.WebhookRetrySchedule, Client: webhooks.NewClient(cfg.WebhookAllowPrivate)}
 	queue.AddWorker(a.workers, webhookWorker)
-	pruneWorker := &webhooks.PruneWorker{}
-	queue.AddWorker(a.workers, pruneWorker)
 	housekeeping := &housekeepingWorker{log: log}
 	queue.AddWorker(a.workers, housekeeping)
 	recheckWorker := &dashboard.RecheckWorker{}
@@ -214,15 +212,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 
 	a.Queue, err = queue.New(d, a.workers, queue.Config{Logger: log, Registerer: a.Registry,
 		Queues: map[string]int{emails.Queue: cfg.SendConcurrency},
-		Periodic: []queue.Periodic{{Interval: time.Hour, Args: func() queue.Args { return webhooks.PruneArgs{} }},
-			{Interval: time.Hour, Args: func() queue.Args { return HousekeepingArgs{} }},
+		Periodic: []queue.Periodic{{Interval: time.Hour, Args: func() queue.Args { return HousekeepingArgs{} }},
 			{Interval: dashboard.RecheckInterval, Args: func() queue.Args { return dashboard.RecheckArgs{} }}}})
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
 	a.Webhooks = webhooks.New(d, a.Queue, cfg.Now)
-	pruneWorker.Service = a.Webhooks
 	a.Contacts.SetAnnouncer(a.Webhooks)
 	a.Emails = emails.NewService(d, a.Queue, a.Contacts, a.Webhooks, cfg.Now)
 	a.Emails.Schedule = cfg.SendRetrySchedule
@@ -290,6 +286,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		PublicURL: a.PublicURL(), DataDir: cfg.DataDir, Logger: log, Now: cfg.Now})
 	recheckWorker.Dashboard = a.Dashboard
 	housekeeping.tasks = []pruneTask{
+		{"webhook history", a.Webhooks.Prune},
 		{"idempotency keys", a.Events.PruneIdempotencyKeys},
 		{"uploads", a.Content.PruneUploads},
 		{"sessions", a.Dashboard.PruneSessions},

@@ -10,9 +10,8 @@ import (
 )
 
 // HousekeepingArgs is the hourly job that deletes what has expired:
-// idempotency keys past their window, uploads never completed, expired
-// dashboard sessions. Kind "housekeeping". (Webhook history has its own
-// job, "webhook_prune".)
+// webhook history past its 30 days, idempotency keys past their window,
+// uploads never completed, expired dashboard sessions. Kind "housekeeping".
 type HousekeepingArgs struct{}
 
 // Kind implements queue.Args.

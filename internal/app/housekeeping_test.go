@@ -39,6 +39,14 @@ func TestHousekeeping(t *testing.T) {
 		}
 		exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 
+		// A webhook message to keep for 30 days (no endpoint listens).
+		if _, err := s.app.Webhooks.Set(ctx, s.team, "http://127.0.0.1:9/hook", []string{"testing.testEvent"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.app.Webhooks.SendTest(ctx, s.team); err != nil {
+			t.Fatal(err)
+		}
+
 		// Old: two keyed events, an upload never PUT, one PUT but never
 		// completed, and a completed one.
 		for _, k := range []string{"old-1", "old-2"} {
@@ -69,9 +77,13 @@ func TestHousekeeping(t *testing.T) {
 		}
 
 		// The job, as the periodic schedule inserts it.
-		if err := s.app.DB.InTx(ctx, func(tx db.Tx) error { return s.app.Queue.InsertTx(ctx, tx, app.HousekeepingArgs{}, nil) }); err != nil {
-			t.Fatal(err)
+		housekeep := func() {
+			t.Helper()
+			if err := s.app.DB.InTx(ctx, func(tx db.Tx) error { return s.app.Queue.InsertTx(ctx, tx, app.HousekeepingArgs{}, nil) }); err != nil {
+				t.Fatal(err)
+			}
 		}
+		housekeep()
 		deadline := time.Now().Add(15 * time.Second)
 		for count(`SELECT count(*) FROM idempotency_keys`) != 1 || count(`SELECT count(*) FROM uploads`) != 2 {
 			if time.Now().After(deadline) {
@@ -91,5 +103,19 @@ func TestHousekeeping(t *testing.T) {
 		// The live key still refuses a duplicate; the expired one no longer does.
 		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"email":"a@example.com","eventName":"signup"}`, "Idempotency-Key", "new-1"), 409)
 		expect(t, s.do(t, "POST", "/api/v1/events/send", `{"email":"a@example.com","eventName":"signup"}`, "Idempotency-Key", "old-1"), 200)
+		if n := count(`SELECT count(*) FROM webhook_messages`); n != 1 {
+			t.Fatalf("%d webhook messages after 25 h, want the 1 kept for 30 days", n)
+		}
+
+		// 31 days on, the webhook message goes too.
+		clock.Advance(30 * 24 * time.Hour)
+		housekeep()
+		deadline = time.Now().Add(15 * time.Second)
+		for count(`SELECT count(*) FROM webhook_messages`) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("webhook history older than 30 days was kept")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	})
 }

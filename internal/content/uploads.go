@@ -309,23 +309,13 @@ func (s *Service) PruneUploads(ctx context.Context) (int64, error) {
 	cut := ms(s.now().Add(-AbandonedUploadAge))
 	var total int64
 	for {
-		rows, err := s.db.Query(ctx, `SELECT id FROM uploads WHERE state <> $1 AND created_at < $2 ORDER BY created_at LIMIT `+strconv.Itoa(db.PruneBatch),
-			uploadCompleted, cut)
+		batch, err := db.All(ctx, s.db, func(r db.Rows) (string, error) {
+			var id string
+			err := r.Scan(&id)
+			return id, err
+		}, `SELECT id FROM uploads WHERE state <> $1 AND created_at < $2 ORDER BY created_at LIMIT `+strconv.Itoa(db.PruneBatch), uploadCompleted, cut)
 		if err != nil {
 			return total, fmt.Errorf("prune uploads: %w", err)
-		}
-		var batch []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return total, err
-			}
-			batch = append(batch, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return total, err
 		}
 		for _, id := range batch {
 			// The row goes first, unless the upload was completed meanwhile.

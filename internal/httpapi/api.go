@@ -49,7 +49,8 @@ type Deps struct {
 	Audience *audience.Service
 	// Workflows serves the workflow API (§5.15, §5.16).
 	Workflows *workflowsService
-	// SendMetrics counts sends per transactional email (emails.Service).
+	// SendMetrics counts sends per transactional email (emails.Service;
+	// required).
 	SendMetrics sendMetrics
 }
 

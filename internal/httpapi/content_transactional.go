@@ -169,11 +169,9 @@ func (a *API) transactionalMetrics(w http.ResponseWriter, r *http.Request, team 
 	if err != nil {
 		return err
 	}
-	var m emails.Metrics
-	if a.SendMetrics != nil {
-		if m, err = a.SendMetrics.SourceMetrics(r.Context(), team.ID, emails.SourceTransactional, t.ID); err != nil {
-			return err
-		}
+	m, err := a.SendMetrics.SourceMetrics(r.Context(), team.ID, emails.SourceTransactional, t.ID)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"sends": m.Sends, "deliveries": m.Deliveries, "spamReports": m.SpamReports,
 		"hardBounces": m.HardBounces, "softBounces": m.SoftBounces})

@@ -280,24 +280,6 @@ func (s *Service) Prune(ctx context.Context) (int64, error) {
 	return db.Prune(ctx, s.db, "webhook_messages", "id", "created_at < $1", "created_at", s.now().Add(-Retention).UnixMilli())
 }
 
-// PruneArgs deletes expired delivery history. Kind "webhook_prune".
-type PruneArgs struct{}
-
-// Kind implements queue.Args.
-func (PruneArgs) Kind() string { return "webhook_prune" }
-
-// PruneWorker runs Prune.
-type PruneWorker struct {
-	queue.WorkerDefaults[PruneArgs]
-	Service *Service
-}
-
-// Work implements queue.Worker.
-func (w *PruneWorker) Work(ctx context.Context, _ *queue.Job[PruneArgs]) error {
-	_, err := w.Service.Prune(ctx)
-	return err
-}
-
 // Retry queues one more delivery of a message of the team (the dashboard's
 // retry button), keeping its webhook-id. apperr.NotFound for another
 // team's or an expired message.
